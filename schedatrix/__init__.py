@@ -1,0 +1,40 @@
+"""schedatrix: learn, drill and audit GPU serving-fleet efficiency.
+
+One month of one rented GPU pool: a frozen :class:`Plan` of knobs goes in, a frozen
+:class:`Month` of figures comes out (:func:`simulate`). The three challenges are public
+functions: :func:`score`, :func:`greedy_run_set` and :func:`evict_worst`.
+"""
+
+from .cards import CARD_CLASSES, CardClass, card_class
+from .engine import Months, simulate_many
+from .errors import InputError
+from .eviction import evict_count, evict_worst, wrong_evictions
+from .month import Month, simulate
+from .plan import Plan
+from .presets import PRESETS, Preset, preset
+from .run_set import SHAPES, greedy_run_set, shape_target
+from .score import score
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CARD_CLASSES",
+    "CardClass",
+    "InputError",
+    "Month",
+    "Months",
+    "PRESETS",
+    "Plan",
+    "Preset",
+    "SHAPES",
+    "card_class",
+    "evict_count",
+    "evict_worst",
+    "greedy_run_set",
+    "preset",
+    "score",
+    "shape_target",
+    "simulate",
+    "simulate_many",
+    "wrong_evictions",
+]
