@@ -1,0 +1,321 @@
+"""The audit: a tally of the traces and a few knobs in, a frozen record of figures out.
+
+Reading (slow, once) and auditing (fast, any number of times) are separate, so the lesson's
+widgets re-run :func:`run_audit` on one :class:`~.tally.Tally` without reading again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..constants import CONVERGENCE_FLOOR, HOUR_WINDOW_ERROR, UNMET_CAP
+from ..errors import InputError
+from .needs import PoolSizing, size_pool
+from .note import FleetNote, PoolConfig
+from .routing import RoutingWhatIf, route
+from .tally import Tally, tally_traces
+
+__all__ = ["Settings", "Percentiles", "LatencyCheck", "ReplicaRate", "PoolAudit", "Audit",
+           "run_audit", "audit_files", "DEFAULT_ROUTE_BELOW"]
+
+#: The routing what-if's default threshold, in input tokens.
+DEFAULT_ROUTE_BELOW = 1000
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The audit's knobs. `replica_rps` overrides the note's per-replica capacity by pool id;
+    `route_below` is the routing what-if's input-token threshold (None: no what-if);
+    `route_from` / `route_to` default to the large and the small pool."""
+
+    headroom: float = 0.10
+    delay_buckets: int = 1
+    replica_rps: dict[str, float] = field(default_factory=dict)
+    route_below: int | None = DEFAULT_ROUTE_BELOW
+    route_from: str | None = None
+    route_to: str | None = None
+
+    def __post_init__(self):
+        if not (isinstance(self.headroom, int | float) and 0 <= self.headroom <= 10):
+            raise InputError(f"headroom = {self.headroom!r}: must be a share from 0 to 10 "
+                             "(0.10 = 10%)")
+        if not isinstance(self.delay_buckets, int) or self.delay_buckets < 0:
+            raise InputError(f"reaction delay = {self.delay_buckets!r} buckets: must be a "
+                             "whole number >= 0")
+        for pool, rps in self.replica_rps.items():
+            if not (isinstance(rps, int | float) and math.isfinite(rps) and rps > 0):
+                raise InputError(f"per-replica capacity for {pool} = {rps!r}: must be "
+                                 "requests/s > 0")
+        if self.route_below is not None and (not isinstance(self.route_below, int)
+                                             or self.route_below < 1):
+            raise InputError(f"routing threshold = {self.route_below!r}: must be a whole "
+                             "number of input tokens >= 1")
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """p50 / p90 / p95 / p99 of one quantity (nearest-rank, exact)."""
+
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class LatencyCheck:
+    """A latency's percentiles (seconds) and, when the note states one, its objective."""
+
+    metric: str
+    p50_s: float
+    p95_s: float
+    p99_s: float
+    objective: str | None = None
+    measured_s: float | None = None
+    met: bool | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaRate:
+    """One replica's request rate over the window, and its ratio to the pool's mean rate."""
+
+    replica: str
+    rps: float
+    vs_mean: float
+
+
+@dataclass(frozen=True)
+class PoolAudit:
+    """Every figure of one pool (see docs/audit.md for each one's definition)."""
+
+    config: PoolConfig
+    replica_rps: float
+    replica_rps_assumed: bool
+    n_requests: int
+    requests: np.ndarray
+    tokens: np.ndarray
+    mean_rps: float
+    peak_rps: float
+    mean_tok_s: float
+    input_tokens: Percentiles
+    output_tokens: Percentiles
+    peak_to_average: float
+    peak_to_average_1s: float
+    dispersion_1s: float
+    sizing: PoolSizing
+    price_per_gpu_hour: float | None
+    latency: tuple[LatencyCheck, ...]
+    error_share: float | None
+    unchecked_objectives: tuple[str, ...]
+    replica_rates: tuple[ReplicaRate, ...]
+
+    def dollars(self, gpu_hours: float) -> float | None:
+        """GPU-hours in dollars, when the note gives a price."""
+        p = self.price_per_gpu_hour
+        return None if p is None else gpu_hours * p
+
+    def mtok_per_dollar(self, policy: str = "configured") -> float | None:
+        """Million tokens served per dollar: served tokens / dollars / 1e6 (None unpriced)."""
+        run = self.sizing.configured if policy == "configured" else self.sizing.policies[policy]
+        d = self.dollars(run.gpu_hours)
+        return None if not d else run.served_tokens / d / 1e6
+
+
+@dataclass(frozen=True)
+class Audit:
+    """The whole audit: the window, each pool's figures, the routing what-if, the notes."""
+
+    note: FleetNote
+    settings: Settings
+    bucket_s: int
+    bucket_start_s: np.ndarray
+    duration_s: np.ndarray
+    t_start_s: float
+    t_end_s: float
+    files: tuple[tuple[str, str, int], ...]
+    pools: tuple[PoolAudit, ...]
+    routing: RoutingWhatIf | None
+    notes: tuple[str, ...]
+
+    @property
+    def window_s(self) -> float:
+        return float(self.duration_s.sum())
+
+    @property
+    def gpu_hours(self) -> float:
+        """GPU-hours the configured fleet provisions over the window."""
+        return sum(p.sizing.configured.gpu_hours for p in self.pools)
+
+    @property
+    def ideal_gpu_hours(self) -> float:
+        return sum(p.sizing.ideal.gpu_hours for p in self.pools)
+
+    @property
+    def idle_gpu_hours(self) -> float:
+        return sum(p.sizing.configured.idle_gpu_hours for p in self.pools)
+
+    @property
+    def convergence(self) -> float:
+        """Ideal fleet GPU-hours / configured fleet GPU-hours (= ideal bill / real bill)."""
+        return self.ideal_gpu_hours / self.gpu_hours if self.gpu_hours else 1.0
+
+    @property
+    def unmet_share(self) -> float:
+        n = sum(p.n_requests for p in self.pools)
+        served = sum(p.sizing.configured.served_share * p.n_requests for p in self.pools)
+        return 1 - served / n if n else 0.0
+
+    @property
+    def capacity_ok(self) -> bool:
+        return self.unmet_share <= UNMET_CAP and all(
+            p.sizing.configured.capacity_ok for p in self.pools)
+
+    @property
+    def convergence_ok(self) -> bool:
+        return self.convergence >= CONVERGENCE_FLOOR
+
+    def pool(self, pool_id: str) -> PoolAudit:
+        for p in self.pools:
+            if p.config.pool_id == pool_id:
+                return p
+        raise KeyError(pool_id)
+
+
+def _percentiles(hist) -> Percentiles:
+    return Percentiles(*(hist.percentile(q) for q in (50, 90, 95, 99)))
+
+
+def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
+    """Audit a tally with the given knobs (pure: reads nothing, prints nothing)."""
+    settings = settings or Settings()
+    note, bucket_s = tally.note, tally.bucket_s
+    for pool_id in settings.replica_rps:
+        try:
+            note.pool(pool_id)
+        except KeyError:
+            raise InputError(f"per-replica capacity given for pool {pool_id!r}; pools: "
+                             f"{', '.join(p.pool_id for p in note.pools)}") from None
+    s0, s1 = math.floor(tally.t_min), math.floor(tally.t_max)
+    k0, k1 = s0 // bucket_s, s1 // bucket_s
+    starts = np.arange(k0, k1 + 1, dtype=np.int64) * bucket_s
+    duration = (np.minimum(starts + bucket_s, s1 + 1) - np.maximum(starts, s0)).astype(float)
+    window_s = float(s1 + 1 - s0)
+    notes: list[str] = []
+    if note.beyond_first_pass:
+        notes.append("Beyond the standard first pass (" + "; ".join(note.beyond_first_pass)
+                     + "): the audit ran for every pool, but a targeted audit should review "
+                     "this configuration.")
+
+    pools, raw = [], {}
+    for cfg, pt in zip(note.pools, tally.pools, strict=True):
+        bins = pt.bins.window(k0, k1)
+        bin_tokens = pt.bin_tokens.window(k0, k1)
+        requests = bins.sum(axis=1).astype(float)
+        tokens = pt.tokens.window(k0, k1).sum(axis=1).astype(float)
+        override = settings.replica_rps.get(cfg.pool_id)
+        rps = override if override is not None else cfg.replica_rps
+        assumed = override is None and cfg.replica_rps_assumed
+        if assumed:
+            notes.append(f"Per-replica capacity of pool {cfg.pool_id} was left blank: the "
+                         f"audit assumed the first-pass {rps:g} requests/s per replica "
+                         f"({cfg.role or 'unknown'}-model pool); refine it with the owner.")
+        sizing = size_pool(cfg, requests, tokens, duration, settings.headroom,
+                           settings.delay_buckets, rps)
+        per_s = pt.per_second.window(s0, s1)[:, 0].astype(float)
+        mean_1s = per_s.mean()
+        rate = sizing.rate_rps
+        mean_rps = pt.n / window_s
+        latency, unchecked = [], []
+        for metric, hist, has in (("ttft", pt.ttft_ms, tally.has_ttft),
+                                  ("e2e", pt.e2e_ms, tally.has_e2e)):
+            objs = [o for o in cfg.objectives if o.metric == metric]
+            if not has or hist.n == 0:
+                unchecked += [f"{o.text} (the trace has no {metric.upper()} column)"
+                              for o in objs]
+                continue
+            p50, p95, p99 = (hist.percentile(q) / 1000 for q in (50, 95, 99))
+            if not objs:
+                latency.append(LatencyCheck(metric, p50, p95, p99))
+            for o in objs:
+                measured = hist.percentile(o.percentile) / 1000
+                latency.append(LatencyCheck(metric, p50, p95, p99, o.text, measured,
+                                            o.met(measured)))
+        error_share = pt.n_errors / pt.n_status if pt.n_status else None
+        for o in cfg.objectives:
+            if o.metric == "error_rate" and error_share is None:
+                unchecked.append(f"{o.text} (the trace has no status column)")
+        reps = ()
+        if pt.replicas:
+            mean_rep = mean_rps / len(pt.replicas)
+            reps = tuple(ReplicaRate(r, c / window_s, (c / window_s) / mean_rep)
+                         for r, c in sorted(pt.replicas.items()))
+        pools.append(PoolAudit(
+            config=cfg, replica_rps=rps, replica_rps_assumed=assumed, n_requests=pt.n,
+            requests=requests, tokens=tokens, mean_rps=mean_rps,
+            peak_rps=float(rate.max()) if len(rate) else 0.0,
+            mean_tok_s=float(tokens.sum() / window_s),
+            input_tokens=_percentiles(pt.input_hist), output_tokens=_percentiles(pt.output_hist),
+            peak_to_average=float(rate.max() / mean_rps) if mean_rps else 0.0,
+            peak_to_average_1s=float(per_s.max() / mean_1s) if mean_1s else 0.0,
+            dispersion_1s=float(per_s.var() / mean_1s) if mean_1s else 0.0,
+            sizing=sizing, price_per_gpu_hour=note.price_per_gpu_hour,
+            latency=tuple(latency), error_share=error_share, unchecked_objectives=tuple(unchecked),
+            replica_rates=reps,
+        ))
+        raw[cfg.pool_id] = (bins, bin_tokens, requests, tokens)
+
+    if any(p.replica_rates for p in pools):
+        hours = window_s / 3600
+        notes.append(
+            f"Per-replica rates are read over a {hours:.2g}-hour window: a one-hour trace reads "
+            f"a replica up to {HOUR_WINDOW_ERROR:.0%} off (over this window, up to "
+            f"{HOUR_WINDOW_ERROR / math.sqrt(max(hours, 1e-9)):.0%}), so no eviction call is "
+            "safe from this trace alone.")
+
+    what_if = None
+    if settings.route_below is not None:
+        src = _route_pool(note, settings.route_from, "large", "route_from")
+        dst = _route_pool(note, settings.route_to, "small", "route_to")
+        if src is None or dst is None or src is dst:
+            notes.append("No routing what-if: the note has no single large-model and small-model "
+                         "pool (name them with --route-from and --route-to).")
+        else:
+            by_id = {p.config.pool_id: p for p in pools}
+            sb, st, _, _ = raw[src.pool_id]
+            _, _, dr, dt = raw[dst.pool_id]
+            what_if = route(
+                tally.edges, settings.route_below, source=src, source_bins=sb,
+                source_bin_tokens=st, source_before=by_id[src.pool_id].sizing, target=dst,
+                target_requests=dr, target_tokens=dt, target_before=by_id[dst.pool_id].sizing,
+                duration_s=duration, headroom=settings.headroom,
+                delay_buckets=settings.delay_buckets,
+                replica_rps={p.config.pool_id: p.replica_rps for p in pools})
+    return Audit(note=note, settings=settings, bucket_s=bucket_s, bucket_start_s=starts,
+                 duration_s=duration, t_start_s=tally.t_min, t_end_s=tally.t_max,
+                 files=tuple(tally.files), pools=tuple(pools), routing=what_if,
+                 notes=tuple(notes))
+
+
+def _route_pool(note: FleetNote, name: str | None, role: str, flag: str) -> PoolConfig | None:
+    if name is None:
+        return note.pool_by_role(role)
+    try:
+        return note.pool(name)
+    except KeyError:
+        raise InputError(f"{flag} = {name!r}: no such pool; pools: "
+                         f"{', '.join(p.pool_id for p in note.pools)}") from None
+
+
+def audit_files(note: FleetNote, files: Iterable[tuple[str | Path, str | None]],
+                settings: Settings | None = None, bucket_s: int = 60,
+                on_progress: Callable[[int], None] | None = None) -> Audit:
+    """Read the traces (each a (path, pool or None) pair) and audit them in one call."""
+    settings = settings or Settings()
+    extra = [settings.route_below] if settings.route_below is not None else []
+    tally = tally_traces(note, files, bucket_s, extra, on_progress)
+    return run_audit(tally, settings)
