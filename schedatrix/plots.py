@@ -1,0 +1,186 @@
+"""Matplotlib figures of one month: where the bill came from, the pool's cards, and which
+knobs mattered against the lottery's noise.
+
+Each function draws on an ``ax`` it is given (or a new one) and returns the ``ax``; none of
+them shows, prints or touches a widget. Colours are fixed so the same thing always looks
+the same across the course: rent that moved tokens is blue, idle rent amber, churn red.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from .errors import InputError
+from .explain import money
+
+__all__ = [
+    "COLOURS",
+    "bill_split",
+    "pool_cards",
+    "mattered_vs_noise",
+    "month_figure",
+]
+
+#: One colour per meaning, shared by every figure of the course.
+COLOURS = {
+    "moving": "#3b75af",  # rent that moved tokens
+    "idle": "#f2a93b",  # rent of warm cards beyond the demand
+    "churn": "#c8443b",  # churn fees
+    "ideal": "#8c8c8c",  # the ideal operator
+    "warm": "#3b75af",
+    "skipped": "#b9c7d6",
+    "evicted": "#c8443b",
+    "median": "#444444",
+    "target": "#2f8f5b",
+    "noise": "#d9d9d9",
+}
+
+
+def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
+
+
+def bill_split(month, ax: Axes | None = None, ideal: bool = True) -> Axes:
+    """The month's bill as one stacked bar: rent that moved tokens, idle rent, churn fees.
+
+    With ``ideal`` a second bar shows the ideal operator's bill (all of it rent, no churn).
+    Dollars on the x axis.
+    """
+    ax = _axes(ax, (6.0, 2.2))
+    parts = [
+        ("rent that moved tokens", month.moving_rent, COLOURS["moving"]),
+        ("idle rent", month.idle_bill, COLOURS["idle"]),
+        ("churn fees", month.churn_fees, COLOURS["churn"]),
+    ]
+    rows = ["this month"]
+    if ideal:
+        rows.insert(0, "ideal operator")
+    y_month = len(rows) - 1
+    left = 0.0
+    for label, value, colour in parts:
+        ax.barh(y_month, value, left=left, color=colour, label=f"{label} {money(value)}")
+        left += value
+    ax.text(left, y_month, f"  {money(month.bill)}", va="center", fontsize=9)
+    if ideal:
+        ax.barh(0, month.ideal_bill, color=COLOURS["ideal"],
+                label=f"ideal bill {money(month.ideal_bill)}")
+        ax.text(month.ideal_bill, 0, f"  {money(month.ideal_bill)}", va="center", fontsize=9)
+    ax.set_yticks(range(len(rows)), rows)
+    top = max(month.bill, month.ideal_bill if ideal else 0.0)
+    ax.set_xlim(0, top * 1.22 if top > 0 else 1.0)
+    ax.xaxis.set_major_formatter(lambda x, _pos: money(x))
+    ax.set_title("Where this month's pool bill came from", fontsize=10, loc="left")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, fontsize=8,
+              frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return ax
+
+
+def pool_cards(month, ax: Axes | None = None) -> Axes:
+    """Every card of the pool: its true rate (bar) and what the window measured (dot).
+
+    Cards are ordered by measured rate, best first, the order the autoscaler sees them. Bars
+    are coloured warm (in the run set), skipped (survived, never billed) or evicted; the
+    dashed line is the pool's median true rate, which decides whether an eviction was wrong.
+    """
+    ax = _axes(ax, (7.0, 3.0))
+    pool = month.pool
+    true = np.asarray(pool.true_tok_s)
+    measured = np.asarray(pool.measured_tok_s)
+    n = true.size
+    order = np.argsort(-measured, kind="stable")
+    run, evicted = set(pool.run), set(pool.evicted)
+    median = pool.median_true_tok_s
+    colours = []
+    for i in order:
+        if i in evicted:
+            colours.append(COLOURS["evicted"])
+        elif i in run:
+            colours.append(COLOURS["warm"])
+        else:
+            colours.append(COLOURS["skipped"])
+    x = np.arange(n)
+    ax.bar(x, true[order], color=colours, width=0.8)
+    ax.scatter(x, measured[order], color="black", s=12, zorder=3)
+    for pos, i in enumerate(order):
+        if i in evicted and true[i] >= median:
+            ax.annotate("wrong", (pos, true[i]), textcoords="offset points", xytext=(0, 4),
+                        ha="center", fontsize=7, color=COLOURS["evicted"])
+    ax.axhline(median, color=COLOURS["median"], linestyle="--", linewidth=1)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(0, max(true.max(), measured.max()) * 1.15)
+    if n <= 40:
+        ax.set_xticks(x, [str(i) for i in order], fontsize=7)
+        ax.set_xlabel("card (best measured first)", fontsize=8)
+    else:
+        ax.set_xticks([])
+        ax.set_xlabel(f"{n} cards, best measured first", fontsize=8)
+    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:,.0f}")
+    ax.set_ylabel("tok/s", fontsize=8)
+    ax.set_title(
+        f"The pool's {n} cards: {month.warm} warm, {month.skipped} skipped, "
+        f"{month.evicted} evicted ({month.wrong_evictions} wrong)",
+        fontsize=10, loc="left",
+    )
+    handles = [
+        Patch(color=COLOURS["warm"], label="warm (true rate)"),
+        Patch(color=COLOURS["skipped"], label="skipped"),
+        Patch(color=COLOURS["evicted"], label="evicted"),
+        Line2D([], [], color="black", marker="o", linestyle="", markersize=4,
+               label="measured"),
+        Line2D([], [], color=COLOURS["median"], linestyle="--",
+               label=f"median true {median:,.0f}"),
+    ]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=5,
+              fontsize=7, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return ax
+
+
+def mattered_vs_noise(steps: Sequence, ax: Axes | None = None) -> Axes:
+    """One bar per knob step: how far it moved the mean bill, against the lottery's noise.
+
+    ``steps`` is what :func:`schedatrix.odds.mattered_vs_noise` returns. Bars are |shift| in
+    dollars (darker when the shift beats the noise); the grey band is one standard deviation
+    of the bill over the lottery with no knob turned.
+    """
+    if len(steps) == 0:
+        raise InputError("steps must hold at least one knob step, got an empty sequence")
+    ax = _axes(ax, (6.0, 0.32 * len(steps) + 1.0))
+    labels = [f"{s.knob}: {s.step}" for s in steps]
+    shifts = np.array([s.shift for s in steps])
+    noise = steps[0].noise
+    y = np.arange(len(steps))[::-1]
+    colours = [COLOURS["moving"] if s.mattered else COLOURS["skipped"] for s in steps]
+    ax.axvspan(0, noise, color=COLOURS["noise"], zorder=0, label=f"noise {money(noise)}")
+    ax.barh(y, np.abs(shifts), color=colours, zorder=2)
+    for yy, shift in zip(y, shifts, strict=True):
+        sign = "+" if shift >= 0 else "-"
+        ax.text(abs(shift), yy, f" {sign}{money(abs(shift))}", va="center", fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlim(0, max(np.abs(shifts).max(), noise) * 1.3)
+    ax.xaxis.set_major_formatter(lambda x, _pos: money(x))
+    ax.set_xlabel("|change of the mean bill|", fontsize=8)
+    ax.set_title("Mattered vs noise: one step of each knob", fontsize=10, loc="left")
+    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return ax
+
+
+def month_figure(month, figsize: tuple[float, float] = (8.0, 5.6)):
+    """A two-panel figure: the bill split above, the pool's cards below. Returns the Figure."""
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=figsize, gridspec_kw={"height_ratios": [1, 1.6]}
+    )
+    bill_split(month, top)
+    pool_cards(month, bottom)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,350 @@
+"""The fleet-month walkthrough: knobs, readouts and plots as an ipywidgets app.
+
+A thin layer: every figure comes from :func:`schedatrix.simulate`, every picture from
+:mod:`schedatrix.plots`, every sentence from :mod:`schedatrix.explain`. :meth:`Walkthrough.update`
+is the one path from knobs to readout; tests set a knob's ``.value`` and read the readout
+widgets' ``.value``, no browser needed. Readout widgets carry stable CSS classes (``sx-bill``,
+``sx-signature``, ...) so a browser test can find them on the page.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from . import plots
+from .cards import CARD_CLASSES
+from .constants import CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
+from .engine import simulate_many
+from .explain import money, pct, rate
+from .month import Month, simulate
+from .odds import KnobStep, knob_steps
+from .plan import Plan
+from .presets import PRESETS
+from .run_set import SHAPES
+from .window import NAMED_WINDOWS
+
+__all__ = ["Walkthrough", "walkthrough", "READOUTS", "next_seed"]
+
+#: Readout name -> the CSS class its widget carries on the page.
+READOUTS = {
+    "bill": "sx-bill",
+    "warm": "sx-warm",
+    "delivered": "sx-delivered",
+    "unmet": "sx-unmet",
+    "idle": "sx-idle",
+    "churn": "sx-churn",
+    "score": "sx-score",
+    "convergence": "sx-convergence",
+    "lamps": "sx-lamps",
+    "signature": "sx-signature",
+    "verdict": "sx-verdict",
+    "sentences": "sx-sentences",
+}
+
+_NO_PRESET = "(pick a month)"
+_TAG = re.compile(r"<[^>]+>")
+_MATTERED_MONTHS = 400
+_STYLE = """<style>
+.sx-card {border: 1px solid #d0d7de; border-radius: 6px; padding: 2px 8px; margin: 2px;}
+.sx-figure {font-size: 1.35em; font-weight: 600; line-height: 1.3em;}
+.sx-label {color: #57606a; font-size: 0.85em; line-height: 1.2em;}
+.sx-lamp {display: inline-block; margin-right: 10px;}
+.sx-dot {display: inline-block; width: 0.8em; height: 0.8em; border-radius: 50%;
+         margin-right: 4px; vertical-align: -0.05em;}
+.sx-verdict {font-size: 1.02em;}
+</style>"""
+
+
+def next_seed(seed: int) -> int:
+    """The next lottery draw after ``seed``: a fixed scramble, so a sequence of "new draw"
+    presses is the same on every machine (and never stuck on one seed)."""
+    return (seed * 6364136223846793005 + 1442695040888963407) % (2**31 - 1)
+
+
+def _figure(label: str, value: str) -> str:
+    return (f"<div class='sx-label'>{html.escape(label)}</div>"
+            f"<div class='sx-figure'>{html.escape(value)}</div>")
+
+
+def _lamp(name: str, ok: bool) -> str:
+    colour = "#2da44e" if ok else "#cf222e"
+    word = "passes" if ok else "fails"
+    return (f"<span class='sx-lamp' title='{name} {word}'><span class='sx-dot' "
+            f"style='background:{colour}'></span>{name} <b>{word}</b></span>")
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    return buf.getvalue()
+
+
+class Walkthrough:
+    """The walkthrough app. ``Walkthrough().ui`` is the widget to display; a Walkthrough also
+    displays itself when it is the last value of a notebook cell."""
+
+    def __init__(self, plan: Plan | None = None, plots_on: bool = True) -> None:
+        plan = Plan() if plan is None else plan
+        self.plots_on = plots_on
+        self._holding = False
+        self.updates = 0
+        self.month: Month | None = None
+        self.steps: list[KnobStep] | None = None
+        self._build_knobs(plan)
+        self._build_readouts()
+        self._build_plots()
+        self.ui = self._layout()
+        for knob in self.knobs.values():
+            knob.observe(self._on_knob, names="value")
+        self.preset.observe(self._on_preset, names="value")
+        self.new_draw.on_click(self._on_new_draw)
+        self.measure.on_click(lambda _b: self.measure_mattered())
+        self.update()
+
+    # ----- building ---------------------------------------------------------------------
+    def _build_knobs(self, plan: Plan) -> None:
+        style = {"description_width": "130px"}
+        wide = widgets.Layout(width="380px")
+        slider = {"continuous_update": False, "style": style, "layout": wide}
+        self.knobs = {
+            "cards": widgets.IntSlider(value=plan.cards, min=1, max=128, step=1,
+                                       description="Cards in the pool", **slider),
+            "card_class": widgets.Dropdown(
+                options=[(c.label, c.key) for c in CARD_CLASSES.values()],
+                value=plan.card_class, description="Card class", style=style, layout=wide),
+            "demand": widgets.IntSlider(value=int(plan.demand_tok_s), min=5_000, max=200_000,
+                                        step=1_000, description="Average demand (tok/s)",
+                                        **slider),
+            "headroom": widgets.IntSlider(value=round(plan.headroom * 100), min=0, max=50,
+                                          step=1, description="Steady headroom (%)", **slider),
+            "shape": widgets.Dropdown(options=list(SHAPES), value=plan.shape,
+                                      description="Demand shape", style=style, layout=wide),
+            "window": widgets.Dropdown(options=list(NAMED_WINDOWS), value=plan.window,
+                                       description="Score window", style=style, layout=wide),
+            "evict": widgets.IntSlider(value=round(plan.evict_share * 100), min=0, max=60,
+                                       step=1, description="Eviction share (%)", **slider),
+            "seed": widgets.BoundedIntText(value=plan.seed, min=0, max=2**63 - 1,
+                                           description="Lottery draw", style=style,
+                                           layout=widgets.Layout(width="260px")),
+        }
+        for name, knob in self.knobs.items():
+            knob.add_class(f"sx-knob-{name}")
+        self.new_draw = widgets.Button(description="New lottery draw", icon="random",
+                                       layout=widgets.Layout(width="150px"))
+        self.new_draw.add_class("sx-new-draw")
+        options = [(_NO_PRESET, "")] + [
+            (f"{p.name}" + (f"  (fix of {p.fixes})" if p.fixes else ""), p.name)
+            for p in PRESETS.values()
+        ]
+        self.preset = widgets.Dropdown(options=options, value="",
+                                       description="Load a famous month", style=style,
+                                       layout=wide)
+        self.preset.add_class("sx-preset")
+        self.story = widgets.HTML()
+        self.story.add_class("sx-story")
+
+    def _build_readouts(self) -> None:
+        self.readouts = {}
+        for name, css in READOUTS.items():
+            w = widgets.HTML()
+            w.add_class(css)
+            if name not in ("verdict", "sentences", "lamps", "signature"):
+                w.add_class("sx-card")
+            self.readouts[name] = w
+
+    def _build_plots(self) -> None:
+        self.month_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        self.month_image.add_class("sx-month-plot")
+        self.mattered_image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
+        self.mattered_image.add_class("sx-mattered-plot")
+        self.measure = widgets.Button(description="Measure which knobs mattered",
+                                      layout=widgets.Layout(width="240px"))
+        self.measure.add_class("sx-measure")
+        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="",
+                                            layout=widgets.Layout(width="240px"))
+        self.mattered_note = widgets.HTML()
+        self.mattered_note.add_class("sx-mattered-note")
+        self._fig = Figure(figsize=(8.0, 5.4))
+        axes = self._fig.subplots(2, 1, gridspec_kw={"height_ratios": [1, 1.6]})
+        self._bill_ax, self._pool_ax = axes
+        self._fig.subplots_adjust(left=0.16, right=0.97, top=0.94, bottom=0.12, hspace=0.75)
+
+    def _layout(self) -> widgets.Widget:
+        r = self.readouts
+        head = widgets.HTML(_STYLE + "<h3 style='margin:4px 0'>One fleet month, live</h3>")
+        knobs = widgets.VBox([
+            widgets.HTML("<b>The pool</b>"), self.knobs["cards"], self.knobs["card_class"],
+            widgets.HTML("<b>The demand</b>"), self.knobs["demand"], self.knobs["headroom"],
+            self.knobs["shape"],
+            widgets.HTML("<b>The score</b>"), self.knobs["window"], self.knobs["evict"],
+            widgets.HBox([self.knobs["seed"], self.new_draw]),
+            widgets.HTML("<b>Famous months</b>"), self.preset, self.story,
+        ], layout=widgets.Layout(width="400px"))
+        grid = widgets.GridBox(
+            [r[k] for k in ("bill", "warm", "delivered", "unmet", "idle", "churn", "score",
+                            "convergence")],
+            layout=widgets.Layout(grid_template_columns="repeat(2, 210px)"),
+        )
+        readout = widgets.VBox([grid, r["lamps"], r["signature"]])
+        top = widgets.HBox([knobs, readout])
+        mattered = widgets.VBox([
+            widgets.HTML("<b>Mattered vs noise</b>: which knobs move the bill more than the "
+                         "lottery does on its own?"),
+            widgets.HBox([self.measure, self.progress]), self.mattered_note,
+            self.mattered_image,
+        ])
+        return widgets.VBox([head, top, r["verdict"], r["sentences"], self.month_image,
+                             mattered])
+
+    # ----- the knobs and the plan ---------------------------------------------------------
+    def plan(self) -> Plan:
+        """The plan the knobs describe now."""
+        k = self.knobs
+        return Plan(
+            cards=k["cards"].value,
+            card_class=k["card_class"].value,
+            demand_tok_s=float(k["demand"].value),
+            headroom=k["headroom"].value / 100,
+            shape=k["shape"].value,
+            window=k["window"].value,
+            evict_share=k["evict"].value / 100,
+            seed=int(k["seed"].value),
+        )
+
+    def set_plan(self, plan: Plan) -> None:
+        """Turn every knob to ``plan`` at once (one update, not one per knob)."""
+        k = self.knobs
+        self._holding = True
+        try:
+            k["cards"].value = plan.cards
+            k["card_class"].value = plan.card_class
+            k["demand"].value = int(round(plan.demand_tok_s))
+            k["headroom"].value = round(plan.headroom * 100)
+            k["shape"].value = plan.shape
+            k["window"].value = plan.window
+            k["evict"].value = round(plan.evict_share * 100)
+            k["seed"].value = plan.seed
+        finally:
+            self._holding = False
+        self.update()
+
+    def load(self, name: str) -> None:
+        """Load a famous month (a preset name) into the knobs."""
+        self.preset.value = name
+
+    def _on_knob(self, _change) -> None:
+        if not self._holding:
+            self.update()
+
+    def _on_preset(self, change) -> None:
+        name = change["new"]
+        if not name:
+            self.story.value = ""
+            return
+        p = PRESETS[name]
+        self.story.value = f"<i>{html.escape(p.story)}</i>"
+        self.set_plan(p.plan)
+
+    def _on_new_draw(self, _button) -> None:
+        self.knobs["seed"].value = next_seed(int(self.knobs["seed"].value))
+
+    # ----- the one path from knobs to readout ---------------------------------------------
+    def update(self) -> Month:
+        """Simulate the knobs' plan and refresh every readout and the month's plots."""
+        m = simulate(self.plan())
+        self.month = m
+        self.updates += 1
+        r = self.readouts
+        r["bill"].value = _figure("the month's pool bill (run rent plus churn fees)",
+                                  money(m.bill))
+        r["warm"].value = _figure("cards warm in the run set", f"{m.warm} of {m.cards}")
+        r["delivered"].value = _figure(
+            "tok/s delivered against demanded",
+            f"{rate(m.delivered_tok_s)} of {rate(m.demand_tok_s)}")
+        r["unmet"].value = _figure(f"unmet demand, cap {pct(UNMET_CAP, 0)}",
+                                   pct(m.unmet_share, 2))
+        r["idle"].value = _figure("billed idle: warm cards beyond the demand",
+                                  money(m.idle_bill))
+        r["churn"].value = _figure(
+            f"churn fees: {m.evicted} card{'s' if m.evicted != 1 else ''} evicted",
+            money(m.churn_fees))
+        r["score"].value = _figure(
+            f"million tokens per dollar (ideal {m.ideal_mtok_per_dollar:.3f})",
+            f"{m.mtok_per_dollar:.3f}")
+        r["convergence"].value = _figure(
+            f"converged: ideal bill {money(m.ideal_bill)} / bill, floor "
+            f"{pct(CONVERGENCE_FLOOR, 0)}", pct(m.convergence))
+        r["lamps"].value = "".join([
+            _lamp("capacity", m.capacity_ok), _lamp("convergence", m.convergence_ok),
+            _lamp(f"evictions ({m.wrong_evictions} of {m.evicted} wrong, cap "
+                  f"{pct(WRONG_EVICTION_CAP, 0)})", m.evictions_ok),
+        ])
+        r["signature"].value = (
+            "<span class='sx-label'>signature (capacity, convergence, evictions)</span> "
+            f"<span class='sx-figure'>{m.signature}</span>")
+        r["verdict"].value = f"<p><b>The month's verdict.</b> {html.escape(m.verdict)}</p>"
+        items = "".join(f"<li>{html.escape(s)}</li>" for s in m.sentences)
+        r["sentences"].value = f"<ul style='margin-top:0'>{items}</ul>"
+        if self.steps is not None:
+            self.mattered_note.value = ("<i>The knobs moved since the last measurement: "
+                                        "press the button to measure again.</i>")
+        if self.plots_on:
+            self.redraw()
+        return m
+
+    def redraw(self) -> None:
+        """Redraw the bill split and the pool's cards for the current month."""
+        self._bill_ax.clear()
+        self._pool_ax.clear()
+        plots.bill_split(self.month, self._bill_ax)
+        plots.pool_cards(self.month, self._pool_ax)
+        self.month_image.value = _png(self._fig)
+
+    def measure_mattered(self, months: int = _MATTERED_MONTHS) -> list[KnobStep]:
+        """One step of each knob over ``months`` lottery draws (same draws for every step),
+        with the progress bar moving step by step; then the mattered-vs-noise plot."""
+        plan = self.plan()
+        steps = knob_steps(plan)
+        self.progress.max = len(steps) + 1
+        self.progress.value = 0
+        base = simulate_many(plan, months, 0).bill
+        noise = float(np.std(base))
+        self.progress.value = 1
+        out = []
+        for knob, step, stepped in steps:
+            shift = float(np.mean(simulate_many(stepped, months, 0).bill - base))
+            out.append(KnobStep(knob=knob, step=step, plan=stepped, shift=shift, noise=noise))
+            self.progress.value += 1
+        self.steps = out
+        moved = [s for s in out if s.mattered]
+        self.mattered_note.value = (
+            f"Over {months} lottery draws the bill's spread is {money(noise)}; "
+            f"{len(moved)} of {len(out)} knob steps moved the mean bill by more than that.")
+        if self.plots_on:
+            fig = Figure(figsize=(6.5, 0.32 * len(out) + 1.2))
+            ax = fig.subplots()
+            plots.mattered_vs_noise(out, ax)
+            fig.subplots_adjust(left=0.36, right=0.95, top=0.9, bottom=0.18)
+            self.mattered_image.value = _png(fig)
+        return out
+
+    # ----- reading the readout (tests, benchmark) -----------------------------------------
+    def text(self, name: str) -> str:
+        """A readout's text without its HTML tags."""
+        return " ".join(html.unescape(_TAG.sub(" ", self.readouts[name].value)).split())
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.ui._repr_mimebundle_(**kwargs)
+
+
+def walkthrough(plan: Plan | None = None) -> Walkthrough:
+    """Build the walkthrough (the opening state by default); display it by ending a cell
+    with it."""
+    return Walkthrough(plan)
+
