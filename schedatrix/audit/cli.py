@@ -1,0 +1,108 @@
+"""``schedatrix audit NOTE TRACE...``: the audit on the command line.
+
+Bad input raises :class:`~schedatrix.errors.InputError`; ``schedatrix.cli`` prints it as one
+line and exits with status 2. A finished audit exits 0 whatever its verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..errors import InputError
+from .audit import DEFAULT_ROUTE_BELOW, Settings, audit_files
+from .note import load_note
+from .report import verdict, write_report
+
+__all__ = ["add_audit_parser", "run"]
+
+
+def add_audit_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``audit`` subcommand to an argparse subparsers object (sets ``func``)."""
+    p = subparsers.add_parser(
+        "audit", help="audit a serving fleet: a fleet note and a request trace in, a report out",
+        description="Efficiency audit of a serving fleet: reads the fleet note (TOML) and the "
+                    "sanitized request traces, writes report.md, PNG figures and audit.json "
+                    "into --out, and prints a short verdict.")
+    p.add_argument("note", metavar="NOTE", help="the fleet note, a TOML file (docs/audit.md)")
+    p.add_argument("traces", metavar="TRACE", nargs="+",
+                   help="request traces: generic CSV / JSON lines, Azure LLM 2023, Mooncake, "
+                        "BurstGPT (.gz allowed)")
+    p.add_argument("--pool-of", metavar="FILE=POOL", action="append", default=[],
+                   help="the pool of every request in FILE (for traces without a pool column)")
+    p.add_argument("--out", metavar="DIR", default="audit-report",
+                   help="where the report goes (default: audit-report)")
+    p.add_argument("--bucket", metavar="SECONDS", type=int, default=60,
+                   help="time bucket, whole seconds (default 60)")
+    p.add_argument("--headroom", metavar="SHARE", default="0.10",
+                   help="headroom over demand, a share (0.10) or a percentage (10%%); "
+                        "default 10%%")
+    p.add_argument("--delay", metavar="BUCKETS", type=int, default=1,
+                   help="autoscaler reaction delay in buckets (default 1)")
+    p.add_argument("--replica-rps", metavar="POOL=RPS", action="append", default=[],
+                   help="per-replica capacity in requests/s, overriding the note")
+    p.add_argument("--route-below", metavar="TOKENS", type=int, default=DEFAULT_ROUTE_BELOW,
+                   help="routing what-if: move the large pool's requests under this many "
+                        f"input tokens to the small pool (default {DEFAULT_ROUTE_BELOW})")
+    p.add_argument("--no-route", action="store_true", help="skip the routing what-if")
+    p.add_argument("--route-from", metavar="POOL", help="what-if source pool (default: large)")
+    p.add_argument("--route-to", metavar="POOL", help="what-if target pool (default: small)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+    return p
+
+
+def _pairs(values: list[str], flag: str) -> list[tuple[str, str]]:
+    out = []
+    for v in values:
+        key, sep, val = v.rpartition("=")
+        if not sep or not key or not val:
+            raise InputError(f"{flag} {v!r}: write it as {flag} NAME=VALUE")
+        out.append((key, val))
+    return out
+
+
+def _headroom(text: str) -> float:
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise InputError(f"--headroom {text!r}: a share (0.10) or a percentage (10%)") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the audit from parsed arguments; return the exit status."""
+    note = load_note(args.note)
+    traces = [Path(t) for t in args.traces]
+    pools: dict[Path, str] = {}
+    for file, pool in _pairs(args.pool_of, "--pool-of"):
+        match = [t for t in traces if str(t) == file or t.name == file
+                 or t.resolve() == Path(file).resolve()]
+        if not match:
+            raise InputError(f"--pool-of {file}={pool}: {file} is not one of the traces "
+                             f"({', '.join(str(t) for t in traces)})")
+        for t in match:
+            pools[t] = pool
+    rps = {}
+    for pool, value in _pairs(args.replica_rps, "--replica-rps"):
+        try:
+            rps[pool] = float(value)
+        except ValueError:
+            raise InputError(f"--replica-rps {pool}={value}: requests/s must be a number > 0"
+                             ) from None
+    settings = Settings(headroom=_headroom(args.headroom), delay_buckets=args.delay,
+                        replica_rps=rps, route_below=None if args.no_route else args.route_below,
+                        route_from=args.route_from, route_to=args.route_to)
+    total = sum(os.path.getsize(t) for t in traces if t.is_file())
+    with tqdm(total=total, unit="B", unit_scale=True, desc="reading traces", file=sys.stderr,
+              delay=1.0, disable=args.quiet or not sys.stderr.isatty()) as bar:
+        audit = audit_files(note, [(t, pools.get(t)) for t in traces], settings, args.bucket,
+                            on_progress=bar.update)
+    paths = write_report(audit, args.out)
+    for line in verdict(audit):
+        print(line)
+    print(f"Report: {paths['markdown']} (figures and audit.json beside it)")
+    return 0
