@@ -1,4 +1,4 @@
-"""The fixed numbers of the fleet month (see ../shared/spec/fleet-month.md, "Units and constants")."""
+"""The fixed numbers of the fleet month (spec: fleet-month.md, "Units and constants")."""
 
 __all__ = [
     "SECONDS_PER_MONTH",

@@ -125,11 +125,11 @@ def simulate(plan: Plan | None = None) -> Month:
     median = pool.median_true_tok_s
     wrong = sum(1 for i in pool.evicted if pool.true_tok_s[i] >= median)
 
-    run_rent = bill.run_rent(rent, warm)
-    fees = bill.churn_fees(rent, evicted)
+    run_rent = float(bill.run_rent(rent, warm))
+    fees = float(bill.churn_fees(rent, evicted))
     total = run_rent + fees
     delivered = float(bill.delivered_tok_s(plan.demand_tok_s, run_true))
-    ideal_bill = bill.run_rent(rent, len(pool.ideal_run))
+    ideal_bill = float(bill.run_rent(rent, len(pool.ideal_run)))
     ideal_delivered = float(bill.delivered_tok_s(plan.demand_tok_s, ideal_true))
     unmet = float(checks.unmet_share(delivered, plan.demand_tok_s))
     convergence = ideal_bill / total

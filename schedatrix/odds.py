@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import binomtest
+from tqdm.auto import tqdm
 
 from .cards import CARD_CLASSES
 from .engine import simulate_many
@@ -40,27 +41,37 @@ class CheckOdds:
     signatures: dict[str, int]
 
 
-def check_odds(plan: Plan, months: int = 2_000, seed: int = 0,
-               confidence: float = 0.95) -> CheckOdds:
-    """Monte Carlo over ``months`` draws: each check's failure share with a confidence interval."""
-    if not 0 < confidence < 1:
-        raise InputError(f"confidence must be in (0, 1), got {confidence!r}")
-    m = simulate_many(plan, months, seed)
-    passed = {"capacity": m.capacity_ok, "convergence": m.convergence_ok,
-              "evictions": m.evictions_ok}
-    failures = {c: int(np.count_nonzero(~passed[c])) for c in CHECKS}
+def check_odds(plan: Plan, months: int = 2_000, seed: int = 0, confidence: float = 0.95,
+               progress: bool = False, chunk: int = 100_000) -> CheckOdds:
+    """Monte Carlo over ``months`` draws: each check's failure share with a confidence interval.
+
+    Months run in chunks of ``chunk`` so memory stays bounded; ``progress=True`` shows a
+    progress bar (tqdm, on stderr).
+    """
+    if not (isinstance(confidence, float) and 0 < confidence < 1):
+        raise InputError(f"confidence must be a fraction in (0, 1), got {confidence!r}")
+    if not (isinstance(months, int) and not isinstance(months, bool) and months >= 1):
+        raise InputError(f"months must be a whole number >= 1, got {months!r}")
+    failures = dict.fromkeys(CHECKS, 0)
+    signatures: dict[str, int] = {}
+    starts = range(seed, seed + months, chunk)
+    for start in tqdm(starts, desc="months", unit="chunk", disable=not progress, leave=False):
+        m = simulate_many(plan, min(chunk, seed + months - start), start)
+        passed = (m.capacity_ok, m.convergence_ok, m.evictions_ok)
+        for name, ok in zip(CHECKS, passed, strict=True):
+            failures[name] += int(np.count_nonzero(~ok))
+        digits = passed[0].astype(int) * 100 + passed[1].astype(int) * 10 + passed[2]
+        for value, count in zip(*np.unique(digits, return_counts=True), strict=True):
+            key = f"{int(value):03d}"
+            signatures[key] = signatures.get(key, 0) + int(count)
     interval = {}
-    for c in CHECKS:
-        ci = binomtest(failures[c], months).proportion_ci(confidence, method="wilson")
-        interval[c] = (float(ci.low), float(ci.high))
-    digits = (passed["capacity"].astype(int) * 100 + passed["convergence"].astype(int) * 10
-              + passed["evictions"].astype(int))
-    values, counts = np.unique(digits, return_counts=True)
-    signatures = {f"{v:03d}": int(n) for v, n in zip(values, counts, strict=True)}
+    for name in CHECKS:
+        ci = binomtest(failures[name], months).proportion_ci(confidence, method="wilson")
+        interval[name] = (float(ci.low), float(ci.high))
     return CheckOdds(
         plan=plan, months=months, seed=seed, confidence=confidence, failures=failures,
         fail_share={c: failures[c] / months for c in CHECKS}, interval=interval,
-        signatures=signatures,
+        signatures=dict(sorted(signatures.items())),
     )
 
 

@@ -56,10 +56,11 @@ class Plan:
     seed: int = DEFAULT_SEED
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.cards, int) and not isinstance(self.cards, bool)):
-            raise InputError(f"cards must be a whole number from 1 to {MAX_CARDS}, got {self.cards!r}")
-        if not 1 <= self.cards <= MAX_CARDS:
-            raise InputError(f"cards must be a whole number from 1 to {MAX_CARDS}, got {self.cards!r}")
+        if not (isinstance(self.cards, int) and not isinstance(self.cards, bool)
+                and 1 <= self.cards <= MAX_CARDS):
+            raise InputError(
+                f"cards must be a whole number from 1 to {MAX_CARDS}, got {self.cards!r}"
+            )
         if self.card_class not in CARD_CLASSES:
             allowed = ", ".join(CARD_CLASSES)
             raise InputError(f"card_class must be one of {allowed}, got {self.card_class!r}")

@@ -1,0 +1,7 @@
+"""``python -m schedatrix``: the same as the ``schedatrix`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
