@@ -1,0 +1,147 @@
+"""One card's month hour by hour: where the window's error comes from.
+
+A card serves at its true rate, but any single hour reads it up to 25% high or low (load
+mix, batch sizes, neighbours: an hour is a short sample), and a silent blip, starting in a
+given hour with chance 1% and lasting that hour, takes ``dip_depth`` of the hour's rate.
+Average T such hours and the noise shrinks like 1/sqrt(T): that is the window's error.
+
+The library's month (:mod:`schedatrix.window`) keeps one number per card instead of a whole
+trace: a misread ``e`` uniform in [-1, 1) scaled by ``25% / sqrt(T)``. Its standard deviation,
+``25% / sqrt(3 T)``, is exactly that of the average of T hourly readings each uniform within
++-25%, so the model and the trace spread the same way (:func:`window_errors` measures it).
+Traces draw from numpy's PCG64 seeded with ``seed``: same seed, same trace, everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .constants import HOUR_WINDOW_ERROR
+from .errors import InputError
+from .window import BLIP_CHANCE_PER_HOUR, error_bound
+
+__all__ = [
+    "HOURS_PER_MONTH",
+    "CardTrace",
+    "card_trace",
+    "window_averages",
+    "WindowError",
+    "window_errors",
+    "law_sd",
+]
+
+#: 365 x 24 / 12 hours.
+HOURS_PER_MONTH = 730
+
+
+@dataclass(frozen=True)
+class CardTrace:
+    """A card's month, one reading per hour (tok/s), and which hours held a blip.
+
+    ``true_tok_s`` has one entry per hour too: it is flat unless the card degrades.
+    """
+
+    true_tok_s: np.ndarray
+    hourly_tok_s: np.ndarray
+    blips: np.ndarray
+
+
+def _positive(name: str, value: float) -> float:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def card_trace(
+    true_tok_s: float,
+    dip_depth: float = 0.20,
+    seed: int = 0,
+    hours: int = HOURS_PER_MONTH,
+    degrade_at: int | None = None,
+    degraded_tok_s: float | None = None,
+) -> CardTrace:
+    """Draw a card's hourly readings over ``hours`` hours.
+
+    Each hour reads ``true x (1 + 25% x u)`` with ``u`` uniform in [-1, 1), times
+    ``(1 - dip_depth)`` in a blip hour. With ``degrade_at`` the true rate falls to
+    ``degraded_tok_s`` from that hour on (a card going bad mid-month).
+    """
+    _positive("true_tok_s", true_tok_s)
+    if not (isinstance(hours, int) and hours >= 1):
+        raise InputError(f"hours must be a whole number >= 1, got {hours!r}")
+    if not 0 <= dip_depth < 1:
+        raise InputError(f"dip_depth must be a fraction in [0, 1), got {dip_depth!r}")
+    true = np.full(hours, float(true_tok_s))
+    if degrade_at is not None:
+        if not (isinstance(degrade_at, int) and 0 <= degrade_at < hours):
+            raise InputError(f"degrade_at must be an hour in [0, {hours}), got {degrade_at!r}")
+        true[degrade_at:] = _positive("degraded_tok_s", degraded_tok_s)
+    rng = np.random.default_rng(seed)
+    noise = rng.uniform(-1.0, 1.0, hours)
+    blips = rng.random(hours) < BLIP_CHANCE_PER_HOUR
+    hourly = true * (1 + HOUR_WINDOW_ERROR * noise) * np.where(blips, 1 - dip_depth, 1.0)
+    return CardTrace(true_tok_s=true, hourly_tok_s=hourly, blips=blips)
+
+
+def window_averages(hourly_tok_s, hours: int) -> np.ndarray:
+    """Average consecutive windows of ``hours`` hours (a trailing part-window is dropped).
+
+    Works on the last axis, so a (cards, hours) array gives (cards, windows).
+    """
+    values = np.asarray(hourly_tok_s, dtype=float)
+    if not (isinstance(hours, int) and 1 <= hours <= values.shape[-1]):
+        raise InputError(
+            f"hours must be a whole number from 1 to {values.shape[-1]}, got {hours!r}"
+        )
+    count = values.shape[-1] // hours
+    trimmed = values[..., : count * hours]
+    return trimmed.reshape(*values.shape[:-1], count, hours).mean(axis=-1)
+
+
+def law_sd(hours: float) -> float:
+    """Standard deviation of the relative error of a T-hour average of hourly readings each
+    uniform within +-25% (no blips): 25% / sqrt(3 T). The model's misread has the same."""
+    return HOUR_WINDOW_ERROR / math.sqrt(3 * hours)
+
+
+@dataclass(frozen=True)
+class WindowError:
+    """How far T-hour averages strayed from the truth over many cards' months.
+
+    ``sd`` is the measured standard deviation of (reading / true - 1); ``law`` is
+    :func:`law_sd`; ``bound`` the model's 25%/sqrt(T); ``outside`` the share of windows that
+    read further from the truth than ``bound``; ``bias`` the mean error (blips pull it down).
+    """
+
+    hours: int
+    windows: int
+    sd: float
+    law: float
+    bound: float
+    outside: float
+    bias: float
+
+
+def window_errors(
+    hours_list=(1, 6, 24, 72, 168), cards: int = 400, dip_depth: float = 0.20, seed: int = 0
+) -> list[WindowError]:
+    """Measure the window's error for each length in ``hours_list`` over ``cards`` card-months
+    of hourly traces (all at the same true rate: the error is relative)."""
+    if not (isinstance(cards, int) and cards >= 1):
+        raise InputError(f"cards must be a whole number >= 1, got {cards!r}")
+    rng = np.random.default_rng(seed)
+    noise = rng.uniform(-1.0, 1.0, (cards, HOURS_PER_MONTH))
+    blips = rng.random((cards, HOURS_PER_MONTH)) < BLIP_CHANCE_PER_HOUR
+    relative = (1 + HOUR_WINDOW_ERROR * noise) * np.where(blips, 1 - dip_depth, 1.0)
+    out = []
+    for hours in hours_list:
+        err = window_averages(relative, int(hours)).ravel() - 1.0
+        bound = error_bound(hours)
+        out.append(WindowError(
+            hours=int(hours), windows=err.size, sd=float(err.std()), law=law_sd(hours),
+            bound=bound, outside=float(np.mean(np.abs(err) > bound)), bias=float(err.mean()),
+        ))
+    return out
