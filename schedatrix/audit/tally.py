@@ -193,7 +193,8 @@ class Tally:
                                   pick(chunk.e2e_s), pick(chunk.ok), pick(chunk.replica))
             except OverflowError:
                 t = chunk.t_s[rows]
-                far = int(np.argmax(np.abs(t - np.median(t))))
+                seen = self.pools[p].t_min
+                far = int(np.argmax(np.abs(t - (seen if math.isfinite(seen) else t[0]))))
                 line = chunk.lines[rows][far]
                 raise InputError(
                     f"trace {source} line {line}: the timestamps span more than "

@@ -67,8 +67,8 @@ _IGNORED = {"total_tokens", "log_type", "hash_ids", "request_id", "id"}
 _TEXT_WORDS = {"prompt", "completion", "text", "content", "contents", "message", "messages",
                "body", "query", "question", "answer", "instruction", "request", "response",
                "input", "output", "conversation", "chat", "reply"}
-#: Name endings that mark a number, not text ("prompt_tokens", "response_length").
-_NUMERIC_ENDINGS = ("tokens", "token", "length", "len", "count", "ms", "s", "id", "ids", "size")
+#: Last words of a name that mark a number, not text ("prompt_tokens", "response_length").
+_NUMERIC_ENDINGS = {"tokens", "token", "length", "len", "count", "ms", "s", "id", "ids", "size"}
 _OK_STATUS = {"", "ok", "success", "succeeded", "successful", "completed", "complete", "true"}
 
 
@@ -212,9 +212,14 @@ def _check_columns(path: Path, fmt: TraceFormat, names: list[str]) -> None:
     for n in names:
         if n in used or _norm(n) in _IGNORED:
             continue
-        words = set(_norm(n).split("_"))
-        if words & _TEXT_WORDS and not _norm(n).endswith(_NUMERIC_ENDINGS):
+        if _names_text(n):
             raise _privacy(path, n)
+
+
+def _names_text(column: str) -> bool:
+    """Whether a column's name says it carries text: a text word, and not a count's ending."""
+    words = _norm(column).split("_")
+    return bool(set(words) & _TEXT_WORDS) and words[-1] not in _NUMERIC_ENDINGS
 
 
 def _privacy(path: Path, column: str) -> InputError:
@@ -311,8 +316,7 @@ class _JsonlReader:
             for k in keys:
                 if _norm(k) in _IGNORED:
                     continue
-                if (set(_norm(k).split("_")) & _TEXT_WORDS and not _norm(k).endswith(
-                        _NUMERIC_ENDINGS)) or _looks_like_text(r.get(k) for r in recs):
+                if _names_text(k) or _looks_like_text(r.get(k) for r in recs):
                     raise _privacy(self.path, k)
             cols = {}
             for role, key in fmt.columns.items():
