@@ -56,7 +56,7 @@ def _add_knobs(p: argparse.ArgumentParser) -> None:
                    help="steady headroom above average demand, percent (>= 0)")
     g.add_argument("--shape", choices=list(SHAPES), help="demand shape = run-set policy")
     g.add_argument("--window", metavar="hour|day|week|HOURS",
-                   help="score window: hour, day, week or a positive number of hours")
+                   help="score window: hour, day, week or 0.1 to 730 hours")
     g.add_argument("--evict-share", type=_number("--evict-share"), metavar="PCT",
                    help="share of the pool evicted by measured score, percent in [0, 100)")
     g.add_argument("--seed", type=_number("--seed", int), metavar="S",

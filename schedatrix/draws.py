@@ -37,15 +37,22 @@ def uniform(seed: int, stream: str, index: int) -> float:
 
 
 def _mix_np(z: np.ndarray) -> np.ndarray:
-    z = z + np.uint64(_GOLDEN)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(_M1)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(_M2)
-    return z ^ (z >> np.uint64(31))
+    """splitmix64's finaliser on a uint64 array, in place (it wraps mod 2**64 like C)."""
+    z += np.uint64(_GOLDEN)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(_M1)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(_M2)
+    z ^= z >> np.uint64(31)
+    return z
 
 
 def uniforms(seeds, stream: str, n: int) -> np.ndarray:
     """Uniform numbers for cards 0..n-1 of each seed: shape (len(seeds), n) (numpy)."""
-    s = np.asarray(seeds, dtype=np.uint64).reshape(-1, 1)
+    s = np.array(seeds, dtype=np.uint64).reshape(-1, 1)
     h = _mix_np(_mix_np(s) ^ np.uint64(STREAMS[stream]))
     h = _mix_np(h + np.arange(n, dtype=np.uint64))
-    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    h >>= np.uint64(11)
+    out = h.astype(np.float64)
+    out *= 2.0**-53
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import numpy as np
 
@@ -10,19 +11,18 @@ from .errors import InputError
 
 __all__ = ["evict_count", "evict_worst", "wrong_evictions"]
 
-# floor(share x n) with a hair of slack, so that 29% of 100 cards is 29 and not 28
-# (0.29 * 100 == 28.999999999999996 in binary floating point).
-_FLOOR_SLACK = 1e-9
 
 
 def evict_count(share: float, n: int) -> int:
     """How many of ``n`` cards an eviction share evicts: floor(share x n), never round.
 
-    20% of 24 cards evicts 4 (the bargain shortfall's bill proves floor).
+    20% of 24 cards evicts 4 (the bargain shortfall's bill proves floor). The share is taken
+    as the decimal it prints as, so 29% of 100 cards is 29 (in binary floating point
+    0.29 x 100 is 28.999999999999996), and a share below 1 always leaves a card.
     """
     if not (isinstance(share, (int, float)) and math.isfinite(share) and 0 <= share < 1):
         raise InputError(f"share must be a fraction in [0, 1), got {share!r}")
-    return math.floor(share * n + _FLOOR_SLACK)
+    return math.floor(Decimal(repr(float(share))) * n)
 
 
 def evict_worst(scores, share: float) -> np.ndarray:

@@ -17,6 +17,7 @@ from .engine import simulate_many
 from .errors import InputError
 from .plan import Plan
 from .run_set import SHAPES
+from .window import NAMED_WINDOWS
 
 __all__ = ["CheckOdds", "check_odds", "KnobStep", "knob_steps", "mattered_vs_noise"]
 
@@ -116,12 +117,8 @@ def knob_steps(plan: Plan) -> list[tuple[str, str, Plan]]:
         if shape != plan.shape:
             steps.append(("shape", f"{plan.shape} -> {shape}", plan.with_knobs(shape=shape)))
     hours = plan.window_hours
-    longer = {1.0: "day", 24.0: "week"}.get(hours)
-    if longer:
-        steps.append(("window", f"{plan.window} -> {longer}", plan.with_knobs(window=longer)))
-    else:
-        steps.append(("window", f"{hours:g} h -> {hours / 24:g} h",
-                      plan.with_knobs(window=hours / 24)))
+    longer = next((name for name, h in NAMED_WINDOWS.items() if h > hours), "day")
+    steps.append(("window", f"{plan.window} -> {longer}", plan.with_knobs(window=longer)))
     share = plan.evict_share
     new_share = round(share + 0.10, 10) if share + 0.10 < 1 else round(share - 0.10, 10)
     steps.append(("evict share", f"{share:.0%} -> {new_share:.0%}",

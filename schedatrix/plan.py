@@ -39,7 +39,7 @@ class Plan:
     shape : str
         The demand shape, which is the run-set policy: ``steady``, ``lazy`` or ``jumpy``.
     window : str or float
-        The score window: ``hour``, ``day``, ``week`` or a positive number of hours.
+        The score window: ``hour``, ``day``, ``week`` or 0.1 to 730 hours.
     evict_share : float
         Fraction of the pool evicted by the measured score each month, in [0, 1).
     seed : int

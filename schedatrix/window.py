@@ -21,6 +21,8 @@ from .errors import InputError
 
 __all__ = [
     "NAMED_WINDOWS",
+    "MIN_WINDOW_HOURS",
+    "MAX_WINDOW_HOURS",
     "BLIP_HOURS",
     "BLIP_CHANCE_PER_HOUR",
     "window_hours",
@@ -31,12 +33,21 @@ __all__ = [
 ]
 
 NAMED_WINDOWS = {"hour": 1.0, "day": 24.0, "week": 168.0}
+#: The shortest window offered: 6 minutes, whose bound (79%) still reads every card above zero.
+MIN_WINDOW_HOURS = 0.1
+#: The longest window offered: the whole month (730 hours).
+MAX_WINDOW_HOURS = 730.0
 BLIP_HOURS = 1.0
 BLIP_CHANCE_PER_HOUR = 0.01
 
 
+_ALLOWED = (
+    f"hour, day, week or a number of hours from {MIN_WINDOW_HOURS:g} to {MAX_WINDOW_HOURS:g}"
+)
+
+
 def window_hours(window) -> float:
-    """A window's length in hours: ``hour``, ``day``, ``week`` or a positive number of hours."""
+    """A window's length in hours: ``hour``, ``day``, ``week`` or 0.1 to 730 hours."""
     if isinstance(window, str):
         key = window.strip().lower()
         if key in NAMED_WINDOWS:
@@ -44,19 +55,13 @@ def window_hours(window) -> float:
         try:
             hours = float(key)
         except ValueError:
-            raise InputError(
-                f"window must be hour, day, week or a positive number of hours, got {window!r}"
-            ) from None
+            raise InputError(f"window must be {_ALLOWED}, got {window!r}") from None
     elif isinstance(window, (int, float)) and not isinstance(window, bool):
         hours = float(window)
     else:
-        raise InputError(
-            f"window must be hour, day, week or a positive number of hours, got {window!r}"
-        )
-    if not (math.isfinite(hours) and hours > 0):
-        raise InputError(
-            f"window must be hour, day, week or a positive number of hours, got {window!r}"
-        )
+        raise InputError(f"window must be {_ALLOWED}, got {window!r}")
+    if not (math.isfinite(hours) and MIN_WINDOW_HOURS <= hours <= MAX_WINDOW_HOURS):
+        raise InputError(f"window must be {_ALLOWED}, got {window!r}")
     return hours
 
 

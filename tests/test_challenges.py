@@ -1,6 +1,7 @@
 """The three challenge functions: their exact semantics, ties and edge cases."""
 
 import math
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -43,6 +44,8 @@ def test_evict_worst_floors_and_breaks_ties_by_index():
     assert sx.evict_count(0.20, 24) == 4  # floor, not round (4.8)
     assert sx.evict_count(0.29, 100) == 29  # 0.29 * 100 is 28.999999999999996 in floats
     assert sx.evict_count(0.40, 32) == 12
+    assert sx.evict_count(1 - 1e-12, 1) == 0  # a share below 1 always leaves a card
+    assert sx.evict_count(0.999999, 4096) == 4095
 
 
 @pytest.mark.parametrize("share", [1, 1.5, -0.1, math.nan, "0.2"])
@@ -78,5 +81,5 @@ def test_greedy_matches_its_definition(rates, target):
 @given(st.lists(st.integers(0, 20), max_size=40), st.floats(0, 0.999))
 def test_evict_worst_matches_its_definition(scores, share):
     got = sx.evict_worst(scores, share).tolist()
-    k = math.floor(share * len(scores) + 1e-9)
+    k = math.floor(Decimal(repr(share)) * len(scores))
     assert got == sorted(range(len(scores)), key=lambda i: (scores[i], i))[:k]
