@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""One entry point for people and CI: set up a local virtual environment, then run a job.
+
+    python3 dev.py course   # open the course in JupyterLab (the walkthrough first)
+    python3 dev.py test     # the whole test suite (unit, property, notebook, browser tests)
+    python3 dev.py app      # the walkthrough as a standalone page (Voila)
+    python3 dev.py bench    # the benchmark scripts
+    python3 dev.py lint     # ruff
+
+Needs only Python 3.11+ with pip and venv. The first run creates `.venv/` and installs the
+project with its course and test extras; later runs reinstall only when pyproject.toml
+changed. Set SCHEDATRIX_VENV to use another folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("SCHEDATRIX_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+
+#: The whole test suite: unit and property tests, then every lesson and solution notebook
+#: checked against its stored outputs by nbval (exercises are graded by tests/, since an
+#: untouched exercise must fail).
+TEST_ARGS = ["-m", "pytest", "tests", "notebooks", "solutions", "--nbval",
+             "--nbval-current-env", "-p", "no:cacheprovider"]
+
+
+def say(text: str) -> None:
+    print(f"[dev] {text}", flush=True)
+
+
+def run(*args, **kw) -> int:
+    return subprocess.call([str(a) for a in args], cwd=ROOT, **kw)
+
+
+def ensure_env() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"[dev] Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
+    stamp = VENV / ".schedatrix-installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if PY.exists() and stamp.exists() and stamp.read_text() == want:
+        return
+    if not PY.exists():
+        say(f"creating a virtual environment in {VENV}")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    say("installing schedatrix with its course and test extras (first time: a few minutes)")
+    pip = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    if run(*pip, "-e", f"{ROOT}[course,test]") != 0:
+        sys.exit("[dev] pip install failed; see the messages above")
+    stamp.write_text(want)
+
+
+def main(argv: list[str]) -> int:
+    jobs = ("course", "test", "app", "bench", "lint")
+    if not argv or argv[0] not in jobs:
+        print(__doc__.strip())
+        return 2 if argv else 0
+    job, rest = argv[0], argv[1:]
+    ensure_env()
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)  # a forced backend breaks stored figure cells (nbval)
+    if job == "test":
+        return run(PY, *TEST_ARGS, *rest, env=env)
+    if job == "course":
+        return run(BIN / "jupyter", "lab", "notebooks/00_walkthrough.ipynb", *rest, env=env)
+    if job == "app":
+        return run(BIN / "schedatrix", "serve", *rest, env=env)
+    if job == "lint":
+        return run(BIN / "ruff", "check", ".", *rest)
+    status = 0
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        say(f"running {script.name}")
+        status |= run(PY, script, *rest, env=env)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
