@@ -25,7 +25,7 @@ aliases = ["GPT-4"]
 """)
 
 
-def read_all(path, pool=None, chunk_rows=200_000):
+def read_all(path, pool=None, chunk_rows=50_000):
     chunks = list(read_trace(path, NOTE, pool, chunk_rows))
     cat = {k: np.concatenate([getattr(c, k) for c in chunks])
            for k in ("t_s", "pool", "input_tokens", "output_tokens")}
