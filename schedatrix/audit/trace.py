@@ -234,41 +234,56 @@ def _looks_like_text(values) -> bool:
 
 
 class _CsvReader:
+    """CSV in blocks of lines: a block without quotes is split with str.split into one numpy
+    string array (fast path); a block with quotes goes through the csv module. A quoted field
+    may not span lines (a trace carries no text)."""
+
     def __init__(self, text: io.TextIOWrapper, path: Path):
         self.path = path
-        self.reader = csv.reader(text)
-        header = next(self.reader, None)
+        self.text = text
+        self.line = 1
+        header = next(csv.reader([next(text, "")]), None)
         if not header or not any(h.strip() for h in header):
             raise InputError(f"trace {path.name}: empty file or no header line")
         self.names = [h.strip() for h in header]
 
-    def chunks(self, n: int, fmt: TraceFormat) -> Iterator[tuple[dict[str, list], np.ndarray]]:
+    def _split(self, block: list[str], lines: np.ndarray) -> np.ndarray:
+        """Rows x columns of strings; raises naming the first row of the wrong width."""
         width = len(self.names)
+        if '"' not in "".join(block):
+            flat = ",".join(block).split(",")
+            if len(flat) == width * len(block):
+                return np.array(flat).reshape(len(block), width)
+            rows = [ln.split(",") for ln in block]
+        else:
+            rows = list(csv.reader(block))
+        for i, r in enumerate(rows):
+            if len(r) != width:
+                raise InputError(f"trace {self.path.name} line {lines[i]}: {len(r)} fields, "
+                                 f"the header has {width}")
+        return np.array(rows, dtype=str).reshape(len(rows), width)
+
+    def chunks(self, n: int, fmt: TraceFormat) -> Iterator[tuple[dict, np.ndarray]]:
         index = {name: i for i, name in enumerate(self.names)}
         unknown = [i for i, name in enumerate(self.names)
                    if name not in fmt.columns.values() and _norm(name) not in _IGNORED]
         while True:
-            start = self.reader.line_num
-            rows = list(islice(self.reader, n))
-            if not rows:
+            raw = list(islice(self.text, n))
+            if not raw:
                 return
-            lines = np.arange(start + 1, start + 1 + len(rows))
-            if any(len(r) != width for r in rows):
-                keep = [i for i, r in enumerate(rows) if r]
-                for i in keep:
-                    if len(rows[i]) != width:
-                        raise InputError(
-                            f"trace {self.path.name} line {lines[i]}: {len(rows[i])} fields, "
-                            f"the header has {width}")
-                rows = [rows[i] for i in keep]
-                lines = lines[keep]
-                if not rows:
+            body = [ln.rstrip("\r\n") for ln in raw]
+            lines = np.arange(self.line + 1, self.line + 1 + len(raw))
+            self.line += len(raw)
+            keep = [i for i, ln in enumerate(body) if ln.strip()]
+            if len(keep) < len(body):
+                body, lines = [body[i] for i in keep], lines[keep]
+                if not body:
                     continue
-            cols = list(zip(*rows, strict=True))
+            table = self._split(body, lines)
             for i in unknown:
-                if _looks_like_text(cols[i]):
+                if _looks_like_text(table[:, i]):
                     raise _privacy(self.path, self.names[i])
-            yield {role: cols[index[c]] for role, c in fmt.columns.items()}, lines
+            yield {role: table[:, index[c]] for role, c in fmt.columns.items()}, lines
 
 
 class _JsonlReader:
@@ -357,16 +372,16 @@ class _Converter:
         if self.fixed_pool is not None:
             pool = np.full(n, self.fixed_pool, dtype=np.int16)
         else:
-            pool = self._pools(cols.get("pool") or cols["model"], lines)
+            pool = self._pools(cols["pool"] if "pool" in cols else cols["model"], lines)
         ttft = self._seconds(cols, "ttft", lines)
         e2e = self._seconds(cols, "e2e", lines)
         ok = None
         if "status" in cols:
-            st = np.char.lower(np.char.strip(np.asarray([str(s) for s in cols["status"]])))
+            st = np.char.lower(np.char.strip(_strings(cols["status"])))
             code = np.char.isdigit(st)
             ok = np.isin(st, list(_OK_STATUS)) | (code & (np.char.str_len(st) == 3)
                                                   & np.char.startswith(st, "2"))
-        replica = np.asarray([str(r) for r in cols["replica"]]) if "replica" in cols else None
+        replica = _strings(cols["replica"]) if "replica" in cols else None
         return Chunk(t, pool, inp, out, ttft, e2e, ok, replica, lines, bytes_read,
                      self.fmt.name)
 
@@ -377,7 +392,7 @@ class _Converter:
             first = values[0]
             self.iso = not _is_number_like(first)
         if self.iso:
-            arr = np.asarray([str(v).strip() for v in values])
+            arr = np.char.strip(_strings(values))
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -429,7 +444,8 @@ class _Converter:
         return v * (0.001 if _norm(col).endswith("_ms") else 1.0)
 
     def _pools(self, values, lines: np.ndarray) -> np.ndarray:
-        names, inverse = np.unique(np.asarray([str(v) for v in values]), return_inverse=True)
+        values = _strings(values)
+        names, inverse = np.unique(values, return_inverse=True)
         index = np.empty(len(names), dtype=np.int16)
         for j, name in enumerate(names):
             if name not in self.pool_index:
@@ -440,17 +456,24 @@ class _Converter:
                     col = self.fmt.columns.get("pool") or self.fmt.columns["model"]
                     known = ", ".join(p.pool_id for p in self.note.pools)
                     raise _first_bad(self.path, lines, bad, f"unknown pool ({col})",
-                                     [str(v) for v in values],
+                                     values,
                                      f"allowed: the note's pools ({known}), their models or "
                                      "aliases") from None
             index[j] = self.pool_index[name]
         return index[inverse]
 
 
+def _strings(values) -> np.ndarray:
+    """The values as a numpy string array (CSV columns already are one)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "U":
+        return values
+    return np.asarray([str(v) for v in values])
+
+
 def _floats(values) -> np.ndarray | None:
     """The values as float64, or None when one of them isn't a number."""
     try:
-        if values and isinstance(values[0], str):
+        if isinstance(values, np.ndarray) or (values and isinstance(values[0], str)):
             return np.asarray(values).astype(np.float64)
         return np.asarray(values, dtype=np.float64)
     except (ValueError, TypeError):
