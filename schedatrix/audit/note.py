@@ -144,10 +144,10 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
         problems.append("[fleet] table is missing (required: gpus = \"8 x NVIDIA A100 80GB\")")
         fleet = {}
     for key in sorted(set(data) - {"fleet", "pools"}):
-        problems.append(f"unknown table or field {key!r}; allowed: [fleet], [pools.ID]")
+        problems.append(f"unknown table or field {key!r} (allowed: [fleet], [pools.ID])")
     for key in sorted(set(fleet) - _FLEET_KEYS):
-        problems.append(f"unknown field {key!r} in [fleet]; allowed: "
-                        f"{', '.join(sorted(_FLEET_KEYS))}")
+        problems.append(f"unknown field {key!r} in [fleet] (allowed: "
+                        f"{', '.join(sorted(_FLEET_KEYS))})")
 
     gpu_count, gpu_type = 0, ""
     gpus = fleet.get("gpus")
@@ -156,7 +156,7 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
     else:
         m = _GPUS.match(str(gpus))
         if not m or int(m[1]) < 1:
-            problems.append(f"[fleet] gpus = {gpus!r} can't be read; write \"COUNT x GPU TYPE\" "
+            problems.append(f"[fleet] gpus = {gpus!r} can't be read: write \"COUNT x GPU TYPE\" "
                             "with COUNT >= 1, e.g. \"8 x NVIDIA A100 80GB\"")
         else:
             gpu_count, gpu_type = int(m[1]), m[2]
@@ -186,13 +186,14 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
             if p.max_gpus > gpu_count:
                 problems.append(
                     f"[pools.{p.pool_id}] at its largest ({p.max_replicas} replicas x "
-                    f"{p.gpus_per_replica} GPUs) needs {p.max_gpus} GPUs; the fleet has "
+                    f"{p.gpus_per_replica} GPUs) needs {p.max_gpus} GPUs, the fleet has "
                     f"{gpu_count}")
         total = sum(p.max_gpus for p in pools)
         if len(pools) > 1 and total > gpu_count:
-            problems.append(f"the pools at their largest need {total} GPUs together; "
+            problems.append(f"the pools at their largest need {total} GPUs together, "
                             f"the fleet has {gpu_count}")
     if problems:
+        # one problem per "; "-separated part: no problem's own text contains "; "
         raise InputError(f"{source}: " + "; ".join(problems))
 
     beyond = []
@@ -219,8 +220,8 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
         return None
     n_before = len(problems)
     for key in sorted(set(raw) - _POOL_KEYS):
-        problems.append(f"unknown field {key!r} in {where}; allowed: "
-                        f"{', '.join(sorted(_POOL_KEYS))}")
+        problems.append(f"unknown field {key!r} in {where} (allowed: "
+                        f"{', '.join(sorted(_POOL_KEYS))})")
 
     model = raw.get("model")
     models = tuple(str(m) for m in model) if isinstance(model, list) else (
@@ -269,7 +270,7 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
     if not _blank(phrase):
         m = _CAPACITY.match(str(phrase))
         if not m:
-            problems.append(f"{where} capacity = {phrase!r} can't be read; write "
+            problems.append(f"{where} capacity = {phrase!r} can't be read: write "
                             "\"fixed, 3 replicas, 1 GPU/replica\" or "
                             "\"autoscaled, 1-4 replicas, 1 GPU/replica\"")
             return "fixed", 0, 0, 0

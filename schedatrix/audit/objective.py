@@ -52,4 +52,4 @@ def parse_objective(text: str) -> Objective:
         scale = 0.001 if m["unit"].lower() == "ms" else 1.0
         return Objective(_METRICS[m["metric"].lower().strip()], float(m["pct"]),
                          float(m["value"]) * scale, m["op"] == "<=", text.strip())
-    raise ValueError(f"objective {text!r} can't be parsed; write it as {OBJECTIVE_FORMS}")
+    raise ValueError(f"objective {text!r} can't be parsed (write it as {OBJECTIVE_FORMS})")
