@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import schedatrix.audit.explorer as explorer_module
 from schedatrix.audit.audit import Settings, audit_files
 from schedatrix.audit.cli import add_audit_parser
+from schedatrix.audit.explorer import explorer, routing_table
 from schedatrix.audit.note import load_note, parse_note
 from schedatrix.audit.report import markdown, to_json, verdict, write_report
 from schedatrix.audit.synth import (
@@ -21,6 +23,7 @@ from schedatrix.audit.synth import (
     write_azure_like_hour,
     write_rows,
 )
+from schedatrix.audit.tally import tally_traces
 from schedatrix.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,3 +211,36 @@ def test_report_writes_into_a_fresh_directory(tmp_path):
     a = audit_files(load_note(EXAMPLE), [(f, None)])
     paths = write_report(a, tmp_path / "deep" / "er")
     assert all(p.exists() for p in paths.values())
+
+
+def test_progress_sees_every_byte(tmp_path):
+    f = constant_rate_csv(tmp_path / "c.csv", {"small": 50.0, "large": 20.0}, seconds=3600)
+    seen = []
+    tally_traces(load_note(EXAMPLE), [(f, None)], on_progress=seen.append)
+    assert len(seen) >= 2 and sum(seen) == f.stat().st_size   # one call per chunk
+
+
+def test_the_explorer_widgets_rerun_the_audit():
+    h = packaged_hour()
+    tally = tally_traces(load_note(EXAMPLE), [(h["large"], "large"), (h["small"], "small")])
+    box = explorer(tally)
+    headroom, small, large, threshold = box.children[:4]
+    assert (headroom.value, small.value, large.value, threshold.value) == (10, 6.0, 3.0, 1000)
+    calls = []
+    original = explorer_module.run_audit
+
+    def spy(t, s):
+        calls.append(s)
+        return original(t, s)
+
+    explorer_module.run_audit = spy
+    try:
+        headroom.value = 30
+        large.value = 6.0
+        threshold.value = 2000
+    finally:
+        explorer_module.run_audit = original
+    assert [c.headroom for c in calls][-1] == pytest.approx(0.3)
+    assert calls[-1].replica_rps == {"small": 6.0, "large": 6.0}
+    assert calls[-1].route_below == 2000
+    assert "| large |" in routing_table(original(tally, calls[-1]))
