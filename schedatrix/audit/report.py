@@ -55,7 +55,9 @@ def verdict(a: Audit) -> list[str]:
         f"Fleet of {a.note.gpu_count} x {a.note.gpu_type}, {len(a.pools)} pools, "
         f"{sum(p.n_requests for p in a.pools):,} requests over {a.window_s / 3600:.2f} h.",
         f"Capacity: {_pct(a.unmet_share)} of demand unmet by the configured fleet "
-        f"(cap {UNMET_CAP:.0%}): {_check(a.capacity_ok)}.",
+        f"(cap {UNMET_CAP:.0%}, fleet and every pool): {_check(a.capacity_ok)}"
+        + ("." if a.capacity_ok else " (over the cap: " + ", ".join(
+            p.config.pool_id for p in a.pools if not p.sizing.configured.capacity_ok) + ")."),
         f"Convergence: the ideal fleet bills {_pct(a.convergence)} of the configured fleet "
         f"(floor {CONVERGENCE_FLOOR:.0%}): {_check(a.convergence_ok)}.",
         f"Provisioned {_money(a, a.gpu_hours)}, ideal {_money(a, a.ideal_gpu_hours)}, "
