@@ -1,4 +1,4 @@
-"""The command line: ``schedatrix month``, ``presets`` and ``odds`` (a thin layer on the model).
+"""The command line: ``schedatrix month``, ``presets``, ``odds``, ``audit`` and the course tools.
 
 Bad input exits with status 2 and one line on stderr, never a traceback.
 """
@@ -215,7 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extensions():
     """Subcommands that live beside their own modules (audit, course tools)."""
-    return []
+    from .audit.cli import add_audit_parser
+
+    return [add_audit_parser]
 
 
 def main(argv: list[str] | None = None) -> int:
