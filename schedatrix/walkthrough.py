@@ -109,41 +109,41 @@ class Walkthrough:
 
     # ----- building ---------------------------------------------------------------------
     def _build_knobs(self, plan: Plan) -> None:
-        style = {"description_width": "130px"}
+        style = {"description_width": "120px"}
         wide = widgets.Layout(width="380px")
         slider = {"continuous_update": False, "style": style, "layout": wide}
         self.knobs = {
             "cards": widgets.IntSlider(value=plan.cards, min=1, max=128, step=1,
-                                       description="Cards in the pool", **slider),
+                                       description="Cards", **slider),
             "card_class": widgets.Dropdown(
                 options=[(c.label, c.key) for c in CARD_CLASSES.values()],
                 value=plan.card_class, description="Card class", style=style, layout=wide),
             "demand": widgets.IntSlider(value=int(plan.demand_tok_s), min=5_000, max=200_000,
-                                        step=1_000, description="Average demand (tok/s)",
+                                        step=1_000, description="Demand (tok/s)",
                                         **slider),
             "headroom": widgets.IntSlider(value=round(plan.headroom * 100), min=0, max=50,
-                                          step=1, description="Steady headroom (%)", **slider),
+                                          step=1, description="Headroom (%)", **slider),
             "shape": widgets.Dropdown(options=list(SHAPES), value=plan.shape,
                                       description="Demand shape", style=style, layout=wide),
             "window": widgets.Dropdown(options=list(NAMED_WINDOWS), value=plan.window,
                                        description="Score window", style=style, layout=wide),
             "evict": widgets.IntSlider(value=round(plan.evict_share * 100), min=0, max=60,
-                                       step=1, description="Eviction share (%)", **slider),
+                                       step=1, description="Evict share (%)", **slider),
             "seed": widgets.BoundedIntText(value=plan.seed, min=0, max=2**63 - 1,
                                            description="Lottery draw", style=style,
-                                           layout=widgets.Layout(width="260px")),
+                                           layout=widgets.Layout(width="220px")),
         }
         for name, knob in self.knobs.items():
             knob.add_class(f"sx-knob-{name}")
         self.new_draw = widgets.Button(description="New lottery draw", icon="random",
-                                       layout=widgets.Layout(width="150px"))
+                                       layout=widgets.Layout(width="170px"))
         self.new_draw.add_class("sx-new-draw")
         options = [(_NO_PRESET, "")] + [
             (f"{p.name}" + (f"  (fix of {p.fixes})" if p.fixes else ""), p.name)
             for p in PRESETS.values()
         ]
         self.preset = widgets.Dropdown(options=options, value="",
-                                       description="Load a famous month", style=style,
+                                       description="Famous month", style=style,
                                        layout=wide)
         self.preset.add_class("sx-preset")
         self.story = widgets.HTML()
@@ -161,7 +161,8 @@ class Walkthrough:
     def _build_plots(self) -> None:
         self.month_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
         self.month_image.add_class("sx-month-plot")
-        self.mattered_image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
+        self.mattered_image = widgets.Image(
+            format="png", layout=widgets.Layout(width="560px", display="none"))
         self.mattered_image.add_class("sx-mattered-plot")
         self.measure = widgets.Button(description="Measure which knobs mattered",
                                       layout=widgets.Layout(width="240px"))
@@ -240,12 +241,21 @@ class Walkthrough:
 
     def _on_knob(self, _change) -> None:
         if not self._holding:
+            if self.preset.value:
+                # The knobs no longer show the famous month: say so in the picker.
+                self._holding = True
+                try:
+                    self.preset.value = ""
+                finally:
+                    self._holding = False
             self.update()
 
     def _on_preset(self, change) -> None:
         name = change["new"]
         if not name:
             self.story.value = ""
+            return
+        if self._holding:
             return
         p = PRESETS[name]
         self.story.value = f"<i>{html.escape(p.story)}</i>"
@@ -332,6 +342,7 @@ class Walkthrough:
             plots.mattered_vs_noise(out, ax)
             fig.subplots_adjust(left=0.36, right=0.95, top=0.9, bottom=0.18)
             self.mattered_image.value = _png(fig)
+            self.mattered_image.layout.display = ""
         return out
 
     # ----- reading the readout (tests, benchmark) -----------------------------------------
@@ -340,7 +351,12 @@ class Walkthrough:
         return " ".join(html.unescape(_TAG.sub(" ", self.readouts[name].value)).split())
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.ui._repr_mimebundle_(**kwargs)
+        bundle = self.ui._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict) and "text/plain" in bundle:
+            # What a page without the live kernel shows instead of the widget tree.
+            bundle["text/plain"] = ("The fleet-month walkthrough: run this cell (or Run All) "
+                                    "to bring it to life.")
+        return bundle
 
 
 def walkthrough(plan: Plan | None = None) -> Walkthrough:

@@ -84,6 +84,15 @@ def test_moving_a_knob_changes_the_readout(fresh):
     assert "of 20" in fresh.text("warm")
 
 
+def test_turning_a_knob_clears_the_famous_month(fresh):
+    fresh.load("noise-evictor")
+    before = fresh.updates
+    fresh.knobs["window"].value = "day"
+    assert fresh.preset.value == "" and fresh.story.value == ""
+    assert fresh.updates == before + 1
+    assert fresh.plan() == s.preset("noise-evictor").plan.with_knobs(window="day")
+
+
 def test_each_knob_reaches_the_plan(fresh):
     k = fresh.knobs
     k["card_class"].value = "bargain"
@@ -119,10 +128,11 @@ def test_sentences_are_the_months(fresh):
 
 
 def test_mattered_vs_noise_behind_its_button(app):
-    assert app.steps is None or app.mattered_image.value
+    assert app.mattered_image.layout.display == "none"  # no broken image before a measure
     steps = app.measure_mattered(months=50)
     assert app.progress.value == app.progress.max == len(steps) + 1
     assert bytes(app.mattered_image.value).startswith(b"\x89PNG")
+    assert app.mattered_image.layout.display == ""
     assert "knob steps moved the mean bill" in app.mattered_note.value
     app.knobs["cards"].value = 17
     assert "moved since the last measurement" in app.mattered_note.value
