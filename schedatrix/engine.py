@@ -12,11 +12,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from . import bill, checks
 from .cards import card_class
 from .draws import uniforms
 from .errors import InputError
 from .eviction import evict_count
+from .figures import month_figures
 from .plan import MAX_SEED, Plan
 from .run_set import shape_target
 from .window import dip_chance, dip_cost, error_bound
@@ -43,6 +43,7 @@ class Months:
     mtok_per_dollar: np.ndarray
     ideal_bill: np.ndarray
     ideal_cards: np.ndarray
+    ideal_delivered_tok_s: np.ndarray
     ideal_mtok_per_dollar: np.ndarray
     convergence: np.ndarray
     median_true_tok_s: np.ndarray
@@ -160,36 +161,6 @@ def simulate_many(plan: Plan, months: int, seed: int | None = None) -> Months:
     ideal_cards, ideal_cums = _covering_count(true_desc, target)
     ideal_true = ideal_cums[rows, ideal_cards - 1]
 
-    evicted = np.full(months, k)
-    rr = bill.run_rent(rent, warm)
-    fees = bill.churn_fees(rent, evicted)
-    total = rr + fees
-    delivered = bill.delivered_tok_s(plan.demand_tok_s, run_true)
-    ideal_bill = bill.run_rent(rent, ideal_cards)
-    ideal_delivered = bill.delivered_tok_s(plan.demand_tok_s, ideal_true)
-    unmet = checks.unmet_share(delivered, plan.demand_tok_s)
-    convergence = ideal_bill / total
-    share_wrong = checks.wrong_share(wrong, evicted)
-    return Months(
-        seed=seeds,
-        warm=warm,
-        evicted=evicted,
-        wrong_evictions=wrong,
-        wrong_share=share_wrong,
-        bill=total,
-        run_rent=rr,
-        churn_fees=fees,
-        idle_bill=bill.idle_bill(rent, warm, delivered, run_true),
-        delivered_tok_s=delivered,
-        run_true_tok_s=run_true,
-        unmet_share=unmet,
-        mtok_per_dollar=bill.mtok_per_dollar(delivered, total),
-        ideal_bill=ideal_bill,
-        ideal_cards=ideal_cards,
-        ideal_mtok_per_dollar=bill.mtok_per_dollar(ideal_delivered, ideal_bill),
-        convergence=convergence,
-        median_true_tok_s=median,
-        capacity_ok=checks.check_capacity(unmet),
-        convergence_ok=checks.check_convergence(convergence),
-        evictions_ok=checks.check_evictions(share_wrong),
-    )
+    figures = month_figures(rent, plan.demand_tok_s, warm, np.full(months, k), wrong,
+                            run_true, ideal_cards, ideal_true)
+    return Months(seed=seeds, median_true_tok_s=median, **figures)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import bill, checks
+from . import checks
 from .cards import CardClass, card_class
+from .figures import month_figures
 from .plan import Plan
 from .reference import PoolMonth, run_month
 from .window import error_bound
@@ -118,47 +119,22 @@ def simulate(plan: Plan | None = None) -> Month:
     plan = Plan() if plan is None else plan
     pool = run_month(plan)
     cls = card_class(plan.card_class)
-    rent = cls.rent_per_month
+    rent = float(cls.rent_per_month)
     warm, evicted = len(pool.run), len(pool.evicted)
     run_true = sum(pool.true_tok_s[i] for i in pool.run)
     ideal_true = sum(pool.true_tok_s[i] for i in pool.ideal_run)
     median = pool.median_true_tok_s
     wrong = sum(1 for i in pool.evicted if pool.true_tok_s[i] >= median)
 
-    run_rent = float(bill.run_rent(rent, warm))
-    fees = float(bill.churn_fees(rent, evicted))
-    total = run_rent + fees
-    delivered = float(bill.delivered_tok_s(plan.demand_tok_s, run_true))
-    ideal_bill = float(bill.run_rent(rent, len(pool.ideal_run)))
-    ideal_delivered = float(bill.delivered_tok_s(plan.demand_tok_s, ideal_true))
-    unmet = float(checks.unmet_share(delivered, plan.demand_tok_s))
-    convergence = ideal_bill / total
-    share_wrong = checks.wrong_share(wrong, evicted)
+    figures = month_figures(rent, float(plan.demand_tok_s), warm, evicted, wrong, run_true,
+                            len(pool.ideal_run), ideal_true)
+    plain = {k: v.item() if hasattr(v, "item") else v for k, v in figures.items()}
     return Month(
         plan=plan,
         pool=pool,
-        warm=warm,
-        evicted=evicted,
-        wrong_evictions=wrong,
-        wrong_share=share_wrong,
-        bill=total,
-        run_rent=run_rent,
-        churn_fees=fees,
-        idle_bill=float(bill.idle_bill(rent, warm, delivered, run_true)),
         demand_tok_s=float(plan.demand_tok_s),
-        delivered_tok_s=delivered,
-        run_true_tok_s=run_true,
-        unmet_share=unmet,
-        mtok_per_dollar=float(bill.mtok_per_dollar(delivered, total)),
-        ideal_bill=ideal_bill,
-        ideal_cards=len(pool.ideal_run),
-        ideal_delivered_tok_s=ideal_delivered,
-        ideal_mtok_per_dollar=float(bill.mtok_per_dollar(ideal_delivered, ideal_bill)),
-        convergence=convergence,
         median_true_tok_s=median,
         target_tok_s=pool.target_tok_s,
         window_error=error_bound(plan.window_hours),
-        capacity_ok=bool(checks.check_capacity(unmet)),
-        convergence_ok=bool(checks.check_convergence(convergence)),
-        evictions_ok=bool(checks.check_evictions(share_wrong)),
+        **plain,
     )
