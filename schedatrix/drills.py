@@ -276,7 +276,7 @@ def _questions(m: Month, r: random.Random) -> tuple[Question, ...]:
     sig = m.signature
     facts = (
         f"delivers {m.delivered_tok_s:,.0f} of {m.demand_tok_s:,.0f} tok/s, the ideal "
-        f"operator would bill ${m.ideal_bill:,.0f} against the real ${m.bill:,.0f}, and "
+        f"operator would bill ${m.ideal_bill:,.0f} (set it against your bill from Q1), and "
         f"{m.wrong_evictions} of {m.evicted} evictions threw out a card at or above the "
         "median"
     )
