@@ -216,8 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Subcommands that live beside their own modules (audit, course tools)."""
     from .audit.cli import add_audit_parser
+    from .serve import add_serve_parser
 
-    return [add_audit_parser]
+    return [add_audit_parser, add_serve_parser]
 
 
 def main(argv: list[str] | None = None) -> int:
