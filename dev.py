@@ -31,6 +31,8 @@ PY = BIN / "python"
 #: untouched exercise must fail).
 TEST_ARGS = ["-m", "pytest", "tests", "notebooks", "solutions", "--nbval",
              "--nbval-current-env", "-p", "no:cacheprovider"]
+NBVAL_AGAIN = ["-m", "pytest", "notebooks", "solutions", "--nbval", "--nbval-current-env",
+               "-p", "no:cacheprovider", "-q"]
 
 
 def say(text: str) -> None:
@@ -42,7 +44,7 @@ def run(*args, **kw) -> int:
 
 
 def ensure_env() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py runs before any install
         sys.exit(f"[dev] Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
     stamp = VENV / ".schedatrix-installed"
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
@@ -68,7 +70,11 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)  # a forced backend breaks stored figure cells (nbval)
     if job == "test":
-        return run(PY, *TEST_ARGS, *rest, env=env)
+        status = run(PY, *TEST_ARGS, *rest, env=env)
+        if status == 0 and not rest:
+            say("notebooks again: stored outputs must match a second fresh run too")
+            status = run(PY, *NBVAL_AGAIN, env=env)
+        return status
     if job == "course":
         return run(BIN / "jupyter", "lab", "notebooks/00_walkthrough.ipynb", *rest, env=env)
     if job == "app":
