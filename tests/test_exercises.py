@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from schedatrix.errors import InputError
-from schedatrix.grade_folder import format_table, grade_folder, grade_notebook
+from schedatrix.grade_folder import add_grade_parser, format_table, grade_folder, grade_notebook
 from schedatrix.release import (
     BEGIN,
     END,
@@ -258,3 +258,12 @@ def test_grade_folder_bad_input(tmp_path):
     (tmp_path / "alice").mkdir()
     with pytest.raises(InputError, match="found none"):
         grade_folder(tmp_path)
+
+
+def test_grade_command_parser_and_bad_jobs(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_grade_parser(parser.add_subparsers())
+    args = parser.parse_args(["grade", str(tmp_path), "--exercise", "01_score", "--jobs", "0"])
+    assert args.exercise == "01_score" and args.width == 0
+    with pytest.raises(InputError, match="--jobs"):
+        args.func(args)
