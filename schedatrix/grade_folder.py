@@ -31,8 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 from .errors import InputError
 
 __all__ = ["Submission", "Grade", "find_submissions", "check_cells", "grade_notebook",
@@ -84,6 +82,8 @@ def check_cells(nb) -> list[str]:
 
 
 def _tampered(path: Path, template: Path | None) -> str:
+    import nbformat  # lazy: only these commands need it
+
     if template is None or not template.exists():
         return ""
     try:

@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import nbformat
-
 from .errors import InputError
 
 __all__ = [
@@ -98,6 +96,8 @@ def _tags(cell) -> list[str]:
 
 def release_notebook(nb, name: str = "notebook"):
     """The student copy of one solution notebook (a new ``NotebookNode``)."""
+    import nbformat  # lazy: only these commands need it
+
     cells = []
     for index, cell in enumerate(nb.cells):
         tags = _tags(cell)
@@ -124,6 +124,8 @@ def release_notebook(nb, name: str = "notebook"):
 
 def render(nb) -> str:
     """A notebook as the exact text written to disk (nbformat's JSON, one final newline)."""
+    import nbformat  # lazy: only these commands need it
+
     return nbformat.writes(nb).rstrip("\n") + "\n"
 
 
@@ -134,6 +136,8 @@ def make_exercises(solutions: Path | str = "solutions", exercises: Path | str = 
     With ``check=True`` nothing is written: the return value lists the exercises that are
     missing, differ from what would be generated, or have no solution any more.
     """
+    import nbformat  # lazy: only these commands need it
+
     src, dst = Path(solutions), Path(exercises)
     if not src.is_dir():
         raise InputError(f"--solutions must be a folder of notebooks, got {str(src)!r}")
