@@ -15,3 +15,6 @@ bench:
 
 lint:
 	python3 dev.py lint
+
+exercises:
+	python3 dev.py exercises

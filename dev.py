@@ -6,6 +6,7 @@
     python3 dev.py app      # the walkthrough as a standalone page (Voila)
     python3 dev.py bench    # the benchmark scripts
     python3 dev.py lint     # ruff
+    python3 dev.py exercises  # regenerate exercises/ from solutions/
 
 Needs only Python 3.11+ with pip and venv. The first run creates `.venv/` and installs the
 project with its course and test extras; later runs reinstall only when pyproject.toml
@@ -61,7 +62,7 @@ def ensure_env() -> None:
 
 
 def main(argv: list[str]) -> int:
-    jobs = ("course", "test", "app", "bench", "lint")
+    jobs = ("course", "test", "app", "bench", "lint", "exercises")
     if not argv or argv[0] not in jobs:
         print(__doc__.strip())
         return 2 if argv else 0
@@ -79,6 +80,8 @@ def main(argv: list[str]) -> int:
         return run(BIN / "jupyter", "lab", "notebooks/00_walkthrough.ipynb", *rest, env=env)
     if job == "app":
         return run(BIN / "schedatrix", "serve", *rest, env=env)
+    if job == "exercises":
+        return run(BIN / "schedatrix", "make-exercises", *rest)
     if job == "lint":
         return run(BIN / "ruff", "check", ".", *rest)
     status = 0

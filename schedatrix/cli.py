@@ -216,9 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Subcommands that live beside their own modules (audit, course tools)."""
     from .audit.cli import add_audit_parser
+    from .drills import add_drills_parser
+    from .grade_folder import add_grade_parser
+    from .release import add_release_parser
     from .serve import add_serve_parser
 
-    return [add_audit_parser, add_serve_parser]
+    return [add_audit_parser, add_serve_parser, add_drills_parser, add_release_parser,
+            add_grade_parser]
 
 
 def main(argv: list[str] | None = None) -> int:
