@@ -79,7 +79,8 @@ def lab(tmp_path):
     token = secrets.token_hex(16)
     port = _free_port()
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))  # no saved layout leaks in
     env.pop("MPLBACKEND", None)
     log = open(tmp_path / "lab.log", "w")  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
