@@ -52,7 +52,9 @@ def explorer(tally: Tally) -> widgets.VBox:
     def show(headroom_pct, route_below, **rates):
         audit = run_audit(tally, Settings(headroom=headroom_pct / 100, replica_rps=rates,
                                           route_below=route_below))
-        display(Markdown("\n".join(f"- {line.strip()}" for line in verdict(audit))))
+        lines = (f"- {line.strip()}" for line in verdict(audit))
+        # A dollar sign renders as itself, not as the start of LaTeX math in JupyterLab.
+        display(Markdown("\n".join(lines).replace("$", "<span>&#36;</span>")))
         display(plot_replicas(audit))
         display(Markdown(routing_table(audit)))
 
