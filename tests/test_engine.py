@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
+import strategies  # tests/strategies.py
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import schedatrix as sx
 from schedatrix.engine import draw_pools
@@ -32,17 +32,7 @@ def test_engine_equals_reference_on_the_presets(name):
     assert_same(plan, months=30, start=1_000)
 
 
-plans = st.builds(
-    sx.Plan,
-    cards=st.integers(1, 120),
-    card_class=st.sampled_from(list(sx.CARD_CLASSES)),
-    demand_tok_s=st.floats(1_000, 500_000),
-    headroom=st.floats(0, 1),
-    shape=st.sampled_from(sx.SHAPES),
-    window=st.one_of(st.sampled_from(["hour", "day", "week"]), st.floats(0.1, 730)),
-    evict_share=st.floats(0, 0.95),
-    seed=st.integers(0, 2**40),
-)
+plans = strategies.plans(max_cards=120)
 
 
 @settings(max_examples=60, deadline=None)

@@ -4,23 +4,14 @@ import math
 from decimal import Decimal
 
 import pytest
+import strategies  # tests/strategies.py
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedatrix as sx
 from schedatrix.constants import CHURN_FEE_SHARE
 
-plans = st.builds(
-    sx.Plan,
-    cards=st.integers(1, 200),
-    card_class=st.sampled_from(list(sx.CARD_CLASSES)),
-    demand_tok_s=st.floats(100, 2_000_000),
-    headroom=st.floats(0, 2),
-    shape=st.sampled_from(sx.SHAPES),
-    window=st.one_of(st.sampled_from(["hour", "day", "week"]), st.floats(0.1, 730)),
-    evict_share=st.floats(0, 0.99),
-    seed=st.integers(0, 2**63 - 1),
-)
+plans = strategies.plans(max_cards=200)
 
 
 @settings(max_examples=150, deadline=None)
