@@ -38,7 +38,7 @@ plans = strategies.plans(max_cards=120)
 @settings(max_examples=60, deadline=None)
 @given(plans)
 def test_engine_equals_reference_on_random_plans(plan):
-    assert_same(plan, months=4, start=plan.seed)
+    assert_same(plan, months=4, start=min(plan.seed, 2**63 - 4))  # seeds stay in range
 
 
 def test_draw_pools_match_the_reference_pool():
