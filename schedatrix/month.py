@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from . import checks
 from .cards import CardClass, card_class
+from .eviction import wrong_evictions
 from .figures import month_figures
 from .plan import Plan
 from .reference import PoolMonth, run_month
@@ -124,7 +125,7 @@ def simulate(plan: Plan | None = None) -> Month:
     run_true = sum(pool.true_tok_s[i] for i in pool.run)
     ideal_true = sum(pool.true_tok_s[i] for i in pool.ideal_run)
     median = pool.median_true_tok_s
-    wrong = sum(1 for i in pool.evicted if pool.true_tok_s[i] >= median)
+    wrong = wrong_evictions(pool.true_tok_s, pool.evicted)
 
     figures = month_figures(rent, float(plan.demand_tok_s), warm, evicted, wrong, run_true,
                             len(pool.ideal_run), ideal_true)
