@@ -35,7 +35,7 @@ MOVES = {
 
 
 def knob_latency(changes: int) -> list[float]:
-    from schedatrix.walkthrough import Walkthrough
+    from schedatrix.course.walkthrough import Walkthrough
 
     app = Walkthrough()
     cycles = {name: itertools.cycle(values) for name, values in MOVES.items()}

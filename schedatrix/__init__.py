@@ -5,15 +5,15 @@ One month of one rented GPU pool: a frozen :class:`Plan` of knobs goes in, a fro
 functions: :func:`score`, :func:`greedy_run_set` and :func:`evict_worst`.
 """
 
-from .cards import CARD_CLASSES, CardClass, card_class
-from .engine import Months, simulate_many
 from .errors import InputError
-from .eviction import evict_count, evict_worst, wrong_evictions
-from .month import Month, simulate
-from .plan import Plan
-from .presets import PRESETS, Preset, preset
-from .run_set import SHAPES, greedy_run_set, shape_target
-from .score import score
+from .fleet.cards import CARD_CLASSES, CardClass, card_class
+from .fleet.engine import Months, simulate_many
+from .fleet.eviction import evict_count, evict_worst, wrong_evictions
+from .fleet.month import Month, simulate
+from .fleet.plan import Plan
+from .fleet.presets import PRESETS, Preset, preset
+from .fleet.run_set import SHAPES, greedy_run_set, shape_target
+from .fleet.score import score
 
 __version__ = "0.1.0"
 

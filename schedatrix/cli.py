@@ -10,14 +10,14 @@ import json
 import math
 import sys
 
-from .cards import CARD_CLASSES
 from .errors import InputError
-from .explain import money, pct, rate
-from .month import Month, simulate
-from .odds import check_odds
-from .plan import Plan
-from .presets import PRESETS, preset
-from .run_set import SHAPES
+from .fleet.cards import CARD_CLASSES
+from .fleet.explain import money, pct, rate
+from .fleet.month import Month, simulate
+from .fleet.odds import check_odds
+from .fleet.plan import Plan
+from .fleet.presets import PRESETS, preset
+from .fleet.run_set import SHAPES
 
 __all__ = ["main", "build_parser", "plan_from_args"]
 
@@ -216,10 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Subcommands that live beside their own modules (audit, course tools)."""
     from .audit.cli import add_audit_parser
-    from .drills import add_drills_parser
-    from .grade_folder import add_grade_parser
-    from .release import add_release_parser
-    from .serve import add_serve_parser
+    from .classroom.grade_folder import add_grade_parser
+    from .classroom.release import add_release_parser
+    from .course.drills import add_drills_parser
+    from .course.serve import add_serve_parser
 
     return [add_audit_parser, add_serve_parser, add_drills_parser, add_release_parser,
             add_grade_parser]

@@ -5,14 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from schedatrix.card_trace import (
+from schedatrix.errors import InputError
+from schedatrix.fleet.card_trace import (
     HOURS_PER_MONTH,
     card_trace,
     law_sd,
     window_averages,
     window_errors,
 )
-from schedatrix.errors import InputError
 
 
 def test_trace_stays_within_the_hour_error_and_blips():

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import schedatrix as s
-from schedatrix.cover import cheapest_cover, covers, greedy_cover, mixed_pool
-from schedatrix.draws import uniform
 from schedatrix.errors import InputError
+from schedatrix.fleet.cover import cheapest_cover, covers, greedy_cover, mixed_pool
+from schedatrix.fleet.draws import uniform
 
 
 def brute_force(rates, rents, target):

@@ -4,7 +4,7 @@ import pytest
 
 import schedatrix as sx
 from schedatrix.cli import main
-from schedatrix.draws import uniform, uniforms
+from schedatrix.fleet.draws import uniform, uniforms
 
 
 def test_same_plan_same_month():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from schedatrix.drill_app import drill_app
-from schedatrix.drills import drill
+from schedatrix.course.drill_app import drill_app
+from schedatrix.course.drills import drill
 from schedatrix.errors import InputError
 
 

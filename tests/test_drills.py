@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import schedatrix as s
-from schedatrix.drills import (
+from schedatrix.course.drills import (
     QUESTION_IDS,
     add_drills_parser,
     drill,
@@ -27,7 +27,7 @@ def test_same_number_same_drill_and_different_numbers_differ():
 
 
 def test_drill_is_stable_across_processes():
-    code = "from schedatrix.drills import drill; print(drill(12).text(answers=True))"
+    code = "from schedatrix.course.drills import drill; print(drill(12).text(answers=True))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out == drill(12).text(answers=True) + "\n"

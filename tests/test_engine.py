@@ -6,7 +6,7 @@ import strategies  # tests/strategies.py
 from hypothesis import given, settings
 
 import schedatrix as sx
-from schedatrix.engine import draw_pools
+from schedatrix.fleet.engine import draw_pools
 
 FIELDS = [
     "warm", "evicted", "wrong_evictions", "wrong_share", "bill", "run_rent", "churn_fees",
@@ -59,7 +59,7 @@ def test_simulate_many_defaults_to_the_plans_seed_and_validates():
 
 
 def test_row_sorts_break_ties_by_lower_index_like_the_reference():
-    from schedatrix.engine import _orders
+    from schedatrix.fleet.engine import _orders
 
     values = np.array([[3.0, 1.0, 3.0, 1.0, 2.0, 3.0], [5.0, 4.0, 3.0, 2.0, 1.0, 0.0],
                        [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]])

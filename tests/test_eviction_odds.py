@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import schedatrix as s
-from schedatrix.engine import draw_pools
 from schedatrix.errors import InputError
-from schedatrix.eviction_odds import closed_form, measured_cdf, odds_table, ratio_cdf
+from schedatrix.fleet.engine import draw_pools
+from schedatrix.fleet.eviction_odds import closed_form, measured_cdf, odds_table, ratio_cdf
 
 
 def test_ratio_cdf_is_a_cdf():
@@ -71,7 +71,7 @@ def test_progress_runs_once_per_row():
 
 
 def test_bad_class_for_closed_form(monkeypatch):
-    from schedatrix import eviction_odds
+    from schedatrix.fleet import eviction_odds
 
     heavy = s.CARD_CLASSES["flagship"].__class__(**{
         **s.CARD_CLASSES["flagship"].__dict__, "bad_chance": 0.6})

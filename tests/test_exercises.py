@@ -12,9 +12,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from schedatrix.errors import InputError
-from schedatrix.grade_folder import add_grade_parser, format_table, grade_folder, grade_notebook
-from schedatrix.release import (
+from schedatrix.classroom.grade_folder import (
+    add_grade_parser,
+    format_table,
+    grade_folder,
+    grade_notebook,
+)
+from schedatrix.classroom.release import (
     BEGIN,
     END,
     add_release_parser,
@@ -24,6 +28,7 @@ from schedatrix.release import (
     solution_lines,
     stub_source,
 )
+from schedatrix.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -77,7 +82,8 @@ def test_every_solution_has_an_exercise_and_a_check_cell():
     for name in NAMES:
         nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
         checks = [c for c in nb.cells if "nbval-check-output" in c.metadata.get("tags", [])]
-        assert checks and all("schedatrix.grading import check_" in c.source for c in checks)
+        assert checks and all("schedatrix.classroom.grading import check_" in c.source
+                              for c in checks)
         assert any(BEGIN in c.source for c in nb.cells)
 
 

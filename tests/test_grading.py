@@ -7,7 +7,7 @@ import math
 import pytest
 
 import schedatrix as s
-from schedatrix import grading
+from schedatrix.classroom import grading
 
 # ---------------------------------------------------------------- learner-style implementations
 

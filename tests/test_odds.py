@@ -3,7 +3,7 @@
 import pytest
 
 import schedatrix as sx
-from schedatrix.odds import check_odds, knob_steps, mattered_vs_noise
+from schedatrix.fleet.odds import check_odds, knob_steps, mattered_vs_noise
 
 
 def test_odds_count_failures_consistently_with_the_engine():

@@ -3,7 +3,7 @@
 import pytest
 
 from schedatrix.errors import InputError
-from schedatrix.policies import below_median, consecutive, tradeoff, watch, worst_first
+from schedatrix.fleet.policies import below_median, consecutive, tradeoff, watch, worst_first
 
 
 def test_worst_first_evicts_its_share_at_every_review():

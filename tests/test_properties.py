@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedatrix as sx
-from schedatrix.constants import CHURN_FEE_SHARE
+from schedatrix.fleet.constants import CHURN_FEE_SHARE
 
 plans = strategies.plans(max_cards=200)
 

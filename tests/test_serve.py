@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from schedatrix import serve
+from schedatrix.course import serve
 from schedatrix.errors import InputError
 
 

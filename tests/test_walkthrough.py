@@ -3,7 +3,7 @@
 import pytest
 
 import schedatrix as s
-from schedatrix.walkthrough import READOUTS, Walkthrough, next_seed, walkthrough
+from schedatrix.course.walkthrough import READOUTS, Walkthrough, next_seed, walkthrough
 
 
 @pytest.fixture(scope="module")

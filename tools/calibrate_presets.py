@@ -17,8 +17,8 @@ import argparse
 
 import numpy as np
 
-from schedatrix.engine import simulate_many
-from schedatrix.plan import Plan
+from schedatrix.fleet.engine import simulate_many
+from schedatrix.fleet.plan import Plan
 
 
 def near(a, value, tol=0.01):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..constants import CONVERGENCE_FLOOR, HOUR_WINDOW_ERROR, UNMET_CAP
 from ..errors import InputError
+from ..fleet.constants import CONVERGENCE_FLOOR, HOUR_WINDOW_ERROR, UNMET_CAP
 from .needs import PoolSizing, size_pool
 from .note import FleetNote, PoolConfig
 from .routing import RoutingWhatIf, route

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..constants import CONVERGENCE_FLOOR, UNMET_CAP
+from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP
 from .note import PoolConfig
 
 __all__ = ["replicas_needed", "autoscaled", "Policy", "PoolSizing", "size_pool",

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..constants import CONVERGENCE_FLOOR, UNMET_CAP
+from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP
 from .audit import Audit, PoolAudit
 from .needs import POLICY_NAMES, Policy
 

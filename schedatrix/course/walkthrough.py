@@ -1,10 +1,11 @@
 """The fleet-month walkthrough: knobs, readouts and plots as an ipywidgets app.
 
 A thin layer: every figure comes from :func:`schedatrix.simulate`, every picture from
-:mod:`schedatrix.plots`, every sentence from :mod:`schedatrix.explain`. :meth:`Walkthrough.update`
-is the one path from knobs to readout; tests set a knob's ``.value`` and read the readout
-widgets' ``.value``, no browser needed. Readout widgets carry stable CSS classes (``sx-bill``,
-``sx-signature``, ...) so a browser test can find them on the page.
+:mod:`schedatrix.course.plots`, every sentence from :mod:`schedatrix.fleet.explain`.
+:meth:`Walkthrough.update` is the one path from knobs to readout; tests set a knob's
+``.value`` and read the readout widgets' ``.value``, no browser needed. Readout widgets
+carry stable CSS classes (``sx-bill``, ``sx-signature``, ...) so a browser test can find
+them on the page.
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..fleet.cards import CARD_CLASSES
+from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
+from ..fleet.engine import simulate_many
+from ..fleet.explain import money, pct, rate
+from ..fleet.month import Month, simulate
+from ..fleet.odds import KnobStep, knob_steps
+from ..fleet.plan import Plan
+from ..fleet.presets import PRESETS
+from ..fleet.run_set import SHAPES
+from ..fleet.window import NAMED_WINDOWS
 from . import plots
-from .cards import CARD_CLASSES
-from .constants import CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
-from .engine import simulate_many
-from .explain import money, pct, rate
-from .month import Month, simulate
-from .odds import KnobStep, knob_steps
-from .plan import Plan
-from .presets import PRESETS
-from .run_set import SHAPES
-from .window import NAMED_WINDOWS
 
 __all__ = ["Walkthrough", "walkthrough", "READOUTS", "next_seed"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from .constants import JUMPY_PEAK
-from .errors import InputError
 
 __all__ = ["SHAPES", "greedy_run_set", "shape_target"]
 

@@ -4,8 +4,8 @@ The month model judges a pool once. Here the autoscaler reviews the pool at the 
 window, all month long, and one card goes bad mid-month: its true rate falls to the class's
 bad ticket at a random hour in the first half of the month. An evicted card is replaced by a
 fresh card from the lottery (rent moves on, the slot stays). Each hour reads a card within
-+-25% of its truth, a blip hour takes ``dip_depth`` of it (as in :mod:`schedatrix.card_trace`);
-a window's reading is the average of its hours.
++-25% of its truth, a blip hour takes ``dip_depth`` of it (as in
+:mod:`schedatrix.fleet.card_trace`); a window's reading is the average of its hours.
 
 Two figures judge a policy on a window length:
 
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from .card_trace import HOURS_PER_MONTH
 from .cards import CardClass, card_class
 from .constants import HOUR_WINDOW_ERROR
-from .errors import InputError
 from .eviction import evict_count
 from .window import BLIP_CHANCE_PER_HOUR, error_bound
 

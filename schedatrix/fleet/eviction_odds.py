@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, optimize, stats
 
+from ..errors import InputError
 from .cards import CardClass, card_class
 from .constants import WRONG_EVICTION_CAP
-from .errors import InputError
 from .eviction import evict_count
 from .odds import check_odds
 from .plan import Plan

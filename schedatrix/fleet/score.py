@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from .constants import SECONDS_PER_MONTH
-from .errors import InputError
 
 __all__ = ["score"]
 

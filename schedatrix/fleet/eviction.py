@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["evict_count", "evict_worst", "wrong_evictions"]
 

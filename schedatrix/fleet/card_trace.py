@@ -5,7 +5,7 @@ mix, batch sizes, neighbours: an hour is a short sample), and a silent blip, sta
 given hour with chance 1% and lasting that hour, takes ``dip_depth`` of the hour's rate.
 Average T such hours and the noise shrinks like 1/sqrt(T): that is the window's error.
 
-The library's month (:mod:`schedatrix.window`) keeps one number per card instead of a whole
+The library's month (:mod:`schedatrix.fleet.window`) keeps one number per card instead of a whole
 trace: a misread ``e`` uniform in [-1, 1) scaled by ``25% / sqrt(T)``. Its standard deviation,
 ``25% / sqrt(3 T)``, is exactly that of the average of T hourly readings each uniform within
 +-25%, so the model and the trace spread the same way (:func:`window_errors` measures it).
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from .constants import HOUR_WINDOW_ERROR
-from .errors import InputError
 from .window import BLIP_CHANCE_PER_HOUR, error_bound
 
 __all__ = [

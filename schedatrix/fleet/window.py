@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 
+from ..errors import InputError
 from .constants import HOUR_WINDOW_ERROR
-from .errors import InputError
 
 __all__ = [
     "NAMED_WINDOWS",

@@ -1,6 +1,6 @@
 """The readable reference: one fleet month in plain Python, step by step.
 
-This is the implementation a learner reads. ``schedatrix.engine`` does the same for many
+This is the implementation a learner reads. ``schedatrix.fleet.engine`` does the same for many
 months at once with numpy, and the tests prove both give the same figures on the same draws.
 
 Complexity, for a pool of n cards: drawing the cards is O(n); eviction sorts by measured

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
+from ..errors import InputError
 from .cards import CARD_CLASSES
 from .constants import MAX_CARDS
-from .errors import InputError
 from .run_set import SHAPES
 from .window import window_hours
 

@@ -6,8 +6,19 @@ import numpy as np
 
 from .constants import CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
 
-__all__ = ["unmet_share", "wrong_share", "check_capacity", "check_convergence",
-           "check_evictions", "signature"]
+__all__ = ["CHECK_NAMES", "REPAIR_KNOBS", "unmet_share", "wrong_share", "check_capacity",
+           "check_convergence", "check_evictions", "signature"]
+
+
+#: The signature's digits, in order.
+CHECK_NAMES = ("capacity", "convergence", "evictions")
+
+#: For each check, the knobs (Plan field names) that repair it when it fails.
+REPAIR_KNOBS: dict[str, frozenset[str]] = {
+    "capacity": frozenset({"card_class", "cards"}),
+    "convergence": frozenset({"shape", "cards"}),
+    "evictions": frozenset({"window", "evict_share"}),
+}
 
 
 def unmet_share(delivered, demand_tok_s):

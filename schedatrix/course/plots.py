@@ -16,8 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .errors import InputError
-from .explain import money
+from ..errors import InputError
+from ..fleet.explain import money
 
 __all__ = [
     "COLOURS",
@@ -148,7 +148,7 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
 def mattered_vs_noise(steps: Sequence, ax: Axes | None = None) -> Axes:
     """One bar per knob step: how far it moved the mean bill, against the lottery's noise.
 
-    ``steps`` is what :func:`schedatrix.odds.mattered_vs_noise` returns. Bars are |shift| in
+    ``steps`` is what :func:`schedatrix.fleet.odds.mattered_vs_noise` returns. Bars are |shift| in
     dollars (darker when the shift beats the noise); the grey band is one standard deviation
     of the bill over the lottery with no knob turned.
     """

@@ -1,8 +1,8 @@
 """The drills as an ipywidgets app: pick a drill number, type answers, get feedback at once.
 
-A thin layer over :mod:`schedatrix.drills`: every question, answer and piece of feedback comes
-from :class:`~schedatrix.drills.Drill`. Tests set an answer box's ``.value`` (or call
-:meth:`DrillApp.answer`) and read the feedback widget, no browser needed.
+A thin layer over :mod:`schedatrix.course.drills`: every question, answer and piece of
+feedback comes from :class:`~schedatrix.course.drills.Drill`. Tests set an answer box's
+``.value`` (or call :meth:`DrillApp.answer`) and read the feedback widget, no browser needed.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ import numpy as np
 from scipy.stats import binomtest
 from tqdm.auto import tqdm
 
+from ..errors import InputError
 from .cards import CARD_CLASSES
 from .engine import simulate_many
-from .errors import InputError
 from .plan import Plan
 from .run_set import SHAPES
 from .window import NAMED_WINDOWS

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from ..errors import InputError
 from .cards import card_class
 from .draws import uniform
-from .errors import InputError
 from .run_set import greedy_run_set
 from .score import score
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["walkthrough_notebook", "voila_command", "add_serve_parser", "serve"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = [
     "BEGIN",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InputError
+from ..errors import InputError
 from .plan import DEFAULT_SEED, Plan
 
 __all__ = ["Preset", "PRESETS", "preset"]

@@ -24,15 +24,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .cards import CARD_CLASSES
-from .eviction import evict_worst as _evict_worst
-from .eviction import wrong_evictions as _wrong_evictions
-from .month import Month, simulate
-from .plan import Plan
-from .presets import PRESETS
-from .run_set import SHAPES
-from .run_set import greedy_run_set as _greedy_run_set
-from .score import score as _score
+from ..fleet.cards import CARD_CLASSES
+from ..fleet.checks import CHECK_NAMES, REPAIR_KNOBS
+from ..fleet.eviction import evict_worst as _evict_worst
+from ..fleet.eviction import wrong_evictions as _wrong_evictions
+from ..fleet.month import Month, simulate
+from ..fleet.plan import Plan
+from ..fleet.presets import PRESETS
+from ..fleet.run_set import SHAPES
+from ..fleet.run_set import greedy_run_set as _greedy_run_set
+from ..fleet.score import score as _score
 
 __all__ = [
     "CHECK_NAMES",
@@ -42,16 +43,6 @@ __all__ = [
     "check_eviction",
     "check_famous_months",
 ]
-
-#: The signature's digits, in order.
-CHECK_NAMES = ("capacity", "convergence", "evictions")
-
-#: For each check, the knobs (Plan field names) that repair it when it fails.
-REPAIR_KNOBS: dict[str, frozenset[str]] = {
-    "capacity": frozenset({"card_class", "cards"}),
-    "convergence": frozenset({"shape", "cards"}),
-    "evictions": frozenset({"window", "evict_share"}),
-}
 
 #: The famous months a learner's ``fix`` must repair, and the check each one fails.
 FAMOUS = {"golden-idler": "convergence", "noise-evictor": "evictions",

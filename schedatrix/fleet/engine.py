@@ -12,9 +12,9 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ..errors import InputError
 from .cards import card_class
 from .draws import uniforms
-from .errors import InputError
 from .eviction import evict_count
 from .figures import month_figures
 from .plan import MAX_SEED, Plan

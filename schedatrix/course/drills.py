@@ -19,13 +19,13 @@ import random
 import re
 from dataclasses import dataclass
 
-from .cards import CARD_CLASSES, card_class
-from .constants import CHURN_FEE_SHARE, CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
-from .errors import InputError
-from .grading import CHECK_NAMES, REPAIR_KNOBS
-from .month import Month, simulate
-from .plan import Plan
-from .score import score
+from ..errors import InputError
+from ..fleet.cards import CARD_CLASSES, card_class
+from ..fleet.checks import CHECK_NAMES, REPAIR_KNOBS
+from ..fleet.constants import CHURN_FEE_SHARE, CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
+from ..fleet.month import Month, simulate
+from ..fleet.plan import Plan
+from ..fleet.score import score
 
 __all__ = ["Question", "Drill", "QUESTION_IDS", "KNOB_NAMES", "drill", "drill_set",
            "format_drill_set", "add_drills_parser"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InputError
+from ..errors import InputError
 from .score import score
 
 __all__ = ["CardClass", "CARD_CLASSES", "card_class"]

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["Submission", "Grade", "find_submissions", "check_cells", "grade_notebook",
            "grade_folder", "format_table", "add_grade_parser"]

@@ -1,0 +1,1 @@
+"""The fleet month: one rented pool's lottery, window, evictions, run set, bill, checks; engines."""
