@@ -1,0 +1,1 @@
+"""The serving simulator: load model, performance model, vLLM-like replicas, designs, figures."""
