@@ -483,7 +483,8 @@ def check_famous_months(diagnose: Callable, fix: Callable) -> str:
                 f"${m.bill:,.0f}, {m.warm} warm, convergence {m.convergence:.1%}. Expected a "
                 "clean month, signature 111."
             )
-    return _passed("check_famous_months", {"months diagnosed": len(months), "famous fixes": len(FAMOUS)})
+    return _passed("check_famous_months",
+                   {"months diagnosed": len(months), "famous fixes": len(FAMOUS)})
 
 
 #: Every check by the name its check cell calls.
