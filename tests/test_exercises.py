@@ -466,7 +466,7 @@ def test_honest_students_get_the_grade_and_the_message_they_earned(graded):
     ("replaces_math", "divide by a million"),
     ("custom_exc", "divide by a million"),
     ("showtraceback", "divide by a million"),
-    ("transformer", "never reached the grader's checker"),
+    ("transformer", "never reached the grader's checker|divide by a million"),
     ("tag_raises", "has the tags"),
     ("tag_skip", "has the tags"),
     ("forges_report", "divide by a million|never reached|cell "),
@@ -481,7 +481,7 @@ def test_each_way_to_cheat_fails(graded, student, says):
 
 def test_a_plan_subclass_cannot_hide_a_changed_seed(graded):
     grade = _grade(graded, "plan_subclass", "04_famous_months")
-    assert not grade.passed and "changed the seed and demand_tok_s" in grade.failure
+    assert not grade.passed and "changed the demand_tok_s and seed" in grade.failure
 
 
 def test_templates_come_from_the_package_not_from_a_folder(graded):
@@ -531,7 +531,7 @@ def test_broken_notebooks_are_named_plainly(graded):
     assert not julia.passed and "unknown kernel 'julia-1.9'" in julia.failure
     for grade in graded[0].values():
         assert "Traceback" not in grade.failure and "NbCellError" not in grade.failure
-        assert "nbval" not in grade.failure.lower() and "pytest" not in grade.failure.lower()
+        assert "pytest" not in grade.failure.lower() and "IPyNb" not in grade.failure
 
 
 def test_copies_and_library_calls_are_noted(graded):
@@ -541,16 +541,49 @@ def test_copies_and_library_calls_are_noted(graded):
     assert _grade(graded, "alice").note == ""
 
 
-def test_plain_nbval_and_the_grade_agree_on_honest_students(graded):
+def test_plain_nbval_and_the_grade_agree(graded):
+    """`pytest --nbval-lax` (with the package's plugin) fails what the grade fails: honest
+    wrong answers, and the tricks played inside the kernel or on the check cell's tags."""
     _, paths = graded
     subs = paths["alice"].parents[1]
-    students = ["alice", "bob", "carol", "erin"]
+    students = ["alice", "bob", "carol", "erin", "dave", "replaces_check", "custom_exc",
+                "showtraceback", "tag_raises", "tag_skip", "calls_library"]
     result = _nbval_lax(*(subs / s / "01_score.ipynb" for s in students), cwd=paths["tmp"])
     for name in students:
-        failed = any(line.startswith("FAILED") and f"{name}/01_score.ipynb::" in line
+        failed = any(line.startswith(("FAILED", "ERROR")) and f"{name}/01_score.ipynb::" in line
                      for line in result.stdout.splitlines())
-        assert failed == (not _grade(graded, name).passed), result.stdout[-3000:]
+        assert failed == (not _grade(graded, name).passed), (name, result.stdout[-3000:])
     assert "divide by a million" in result.stdout
+    assert "never reached the checker" in result.stdout
+
+
+def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, monkeypatch):
+    pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra")
+    # the local node's raylet waits 30 s for its agent by default: too short on a busy 2-core box
+    monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")
+    import ray
+
+    from schedatrix.classroom.grade_folder import grade_folder
+    from schedatrix.classroom.sandbox import Limits
+
+    _fill(EXERCISES / "01_score.ipynb", tmp_path / "alice" / "01_score.ipynb", [RIGHT_SCORE])
+    _fill(EXERCISES / "01_score.ipynb", tmp_path / "carol" / "01_score.ipynb", [WRONG_SCORE])
+    limits = Limits(notebook_timeout_s=180)
+    for attempt in (1, 2):  # Ray gives a local node 30 s to start, which a busy machine misses
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            break
+        except Exception as exc:
+            ray.shutdown()
+            if attempt == 2:
+                pytest.skip(f"Ray could not start a local cluster here: {exc}")
+    try:
+        on_ray = grade_folder(tmp_path, engine="ray", sandbox=sandbox.kind, limits=limits)
+    finally:
+        ray.shutdown()
+    here = grade_folder(tmp_path, jobs=2, sandbox=sandbox, limits=limits)
+    assert [(g.student, g.passed) for g in on_ray] == [("alice", True), ("carol", False)]
+    assert on_ray == here
 
 
 def test_the_table(graded):
@@ -593,5 +626,5 @@ def test_grade_command_parser_and_bad_input(tmp_path):
     assert args.exercise == "01_score" and args.width == 0 and args.sandbox == "auto"
     with pytest.raises(InputError, match="--jobs"):
         args.func(args)
-    with pytest.raises(InputError, match="--cell-timeout"):
+    with pytest.raises(SystemExit):
         parser.parse_args(["grade", str(tmp_path), "--cell-timeout", "0"])
