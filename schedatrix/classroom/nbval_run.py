@@ -99,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
          args.notebook],
         plugins=[plugin],
     )
-    json.dump({"exit": int(code), "ran": plugin.ran, "failures": plugin.failures}, summary_file)
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu_s = sum(u.ru_utime + u.ru_stime for u in used)  # pytest and the kernel it waited for
+    json.dump({"exit": int(code), "ran": plugin.ran, "failures": plugin.failures,
+               "cpu_s": round(cpu_s, 3)}, summary_file)
     summary_file.close()
     return int(code)
 
