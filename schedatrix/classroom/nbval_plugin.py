@@ -7,8 +7,8 @@ exercise, it fails the notebook's first cell when the template is broken (a chec
 changed, removed, retagged or moved) and fails a check cell that did not reach this checker
 or did not pass it, whatever the kernel printed. Notebooks of other names are left to nbval.
 
-Under ``schedatrix grade`` the grader hosts the checker itself, outside the sandbox, and this
-plugin stays out of the way (it sees ``SCHEDATRIX_CHECKER`` already set).
+Under ``schedatrix grade`` this plugin is not loaded (the sandboxed pytest loads nbval alone):
+the grader hosts the checker itself, outside the sandbox.
 
 Unlike ``schedatrix grade`` nothing here is sandboxed: it holds against tricks played inside
 the kernel, on a machine the grader trusts.
@@ -72,24 +72,29 @@ class _Checker:
 
 
 _checker: _Checker | None = None
+_outer: str | None = None  # the variable's value before this run (a pytest inside a pytest)
 _seen_files: set[str] = set()
 
 
 def pytest_configure(config) -> None:
-    global _checker
+    global _checker, _outer
     option = config.option
     if not (getattr(option, "nbval", False) or getattr(option, "nbval_lax", False)):
         return
-    if os.environ.get(CHECKER_ENV) or _checker is not None:
+    if _checker is not None:
         return
     _checker = _Checker()
+    _outer = os.environ.get(CHECKER_ENV)
     os.environ[CHECKER_ENV] = _checker.path
 
 
 def pytest_unconfigure(config) -> None:
     global _checker
     if _checker is not None:
-        os.environ.pop(CHECKER_ENV, None)
+        if _outer is None:
+            os.environ.pop(CHECKER_ENV, None)
+        else:
+            os.environ[CHECKER_ENV] = _outer
         _checker.close()
         _checker = None
 
