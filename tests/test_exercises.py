@@ -114,7 +114,8 @@ def test_no_solution_text_reaches_the_exercises():
 def test_exercises_have_no_outputs_and_plain_metadata():
     for path in EXERCISES.glob("*.ipynb"):
         nb = nbformat.read(path, as_version=4)
-        assert set(nb.metadata) == {"kernelspec", "language_info"}
+        assert set(nb.metadata) == {"kernelspec", "language_info", "schedatrix"}
+        assert nb.metadata["schedatrix"] == {"exercise": path.stem}
         for cell in nb.cells:
             if "nbval-check-output" in cell.metadata.get("tags", []):
                 assert cell.metadata == {"tags": ["nbval-check-output"], "editable": False,

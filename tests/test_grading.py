@@ -417,3 +417,17 @@ def test_every_check_cell_function_is_registered_and_has_a_check():
     assert set(exercises.CHECKS) == set(CHECK_FUNCTIONS)
     for name in exercises.CHECKS:
         assert callable(getattr(cells, name))
+
+
+def test_a_lesson_that_shares_an_exercise_name_is_not_an_exercise():
+    import nbformat
+
+    ex = exercises.EXERCISES["01_score"]
+    root = exercises.__file__.rsplit("/schedatrix/", 1)[0]
+    lesson = nbformat.read(f"{root}/notebooks/01_score.ipynb", as_version=4)
+    student = nbformat.read(f"{root}/exercises/01_score.ipynb", as_version=4)
+    solution = nbformat.read(f"{root}/solutions/01_score.ipynb", as_version=4)
+    assert not exercises.is_exercise_notebook(lesson, ex)
+    assert exercises.is_exercise_notebook(solution, ex)
+    student.cells = [c for c in student.cells if "check_score(" not in c.source]
+    assert exercises.is_exercise_notebook(student, ex)  # the mark stays when the check goes

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CHECK_TAG", "KERNEL", "Check", "Exercise", "EXERCISES", "CHECKS", "exercise_of",
-           "template_problem"]
+__all__ = ["CHECK_TAG", "KERNEL", "EXERCISE_KEY", "Check", "Exercise", "EXERCISES", "CHECKS",
+           "exercise_of", "is_exercise_notebook", "template_problem"]
 
 #: The tag every check cell carries (nbval compares its output under ``--nbval-lax``).
 CHECK_TAG = "nbval-check-output"
 #: The one kernel the exercises run on.
 KERNEL = "python3"
+#: Notebook metadata that marks a student copy as an exercise (a lesson may share its name).
+EXERCISE_KEY = "schedatrix"
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,22 @@ def exercise_of(name: str) -> Exercise | None:
     return EXERCISES.get(name[:-6] if name.endswith(".ipynb") else name)
 
 
+def is_exercise_notebook(nb, exercise: Exercise) -> bool:
+    """Whether a notebook of an exercise's name is that exercise (its student copy carries the
+    mark, a solution holds a check cell), not a lesson that shares the name."""
+    mark = (nb.get("metadata") or {}).get(EXERCISE_KEY)
+    if isinstance(mark, dict) and mark.get("exercise") == exercise.name:
+        return True
+    sources = {c.cell_source for c in exercise.checks}
+    return any(cell.get("cell_type") == "code" and _source(cell).strip() in sources
+               for cell in nb.cells)
+
+
+def _source(cell) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
 def _tags(cell) -> list:
     tags = (cell.get("metadata") or {}).get("tags", [])
     return tags if isinstance(tags, list) else [tags]
@@ -98,9 +116,7 @@ def template_problem(nb, exercise: Exercise) -> str:
     wanted = {c.cell_source: c for c in exercise.checks}
     found = []
     for cell in nb.cells:
-        source = cell.get("source", "")
-        if isinstance(source, list):
-            source = "".join(source)
+        source = _source(cell)
         if cell.get("cell_type") == "code" and source.strip() in wanted:
             found.append((wanted[source.strip()], _tags(cell)))
     for check in exercise.checks:

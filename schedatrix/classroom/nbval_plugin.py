@@ -5,7 +5,8 @@ hosts a checker in the pytest process (not in the kernel) on a private socket, w
 kernels nbval starts inherit (``SCHEDATRIX_CHECKER``); for a notebook named after a registered
 exercise, it fails the notebook's first cell when the template is broken (a check cell
 changed, removed, retagged or moved) and fails a check cell that did not reach this checker
-or did not pass it, whatever the kernel printed. Notebooks of other names are left to nbval.
+or did not pass it, whatever the kernel printed. Other notebooks (other names, and lessons
+that share an exercise's name: no exercise mark, no check cell) are left to nbval.
 
 Under ``schedatrix grade`` this plugin is not loaded (the sandboxed pytest loads nbval alone):
 the grader hosts the checker itself, outside the sandbox.
@@ -28,7 +29,7 @@ import pytest
 
 from .boundary import CHECKER_ENV, Channel
 from .checker import Session, run_session
-from .exercises import exercise_of, template_problem
+from .exercises import exercise_of, is_exercise_notebook, template_problem
 
 _WAIT_S = 5.0
 
@@ -106,7 +107,7 @@ def _exercise_cell(item):
     if cell is None or parent is None or not hasattr(parent, "nb"):
         return None, None
     exercise = exercise_of(Path(str(parent.fspath)).stem)
-    if exercise is None:
+    if exercise is None or not is_exercise_notebook(parent.nb, exercise):
         return None, None
     source = cell.source.strip()
     return exercise, next((c for c in exercise.checks if c.cell_source == source), None)

@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import InputError
-from .exercises import CHECK_TAG, exercise_of, template_problem
+from .exercises import CHECK_TAG, EXERCISE_KEY, exercise_of, template_problem
 
 __all__ = [
     "BEGIN",
@@ -127,6 +127,9 @@ def release_notebook(nb, name: str = "notebook"):
         cells.append(new)
     out = nbformat.v4.new_notebook(cells=cells)
     out.metadata = {"kernelspec": dict(_KERNELSPEC), "language_info": {"name": "python"}}
+    exercise = exercise_of(name)
+    if exercise is not None:  # tells the pytest plugin this is an exercise, not a lesson
+        out.metadata[EXERCISE_KEY] = {"exercise": exercise.name}
     out.nbformat, out.nbformat_minor = 4, 5
     return out
 
