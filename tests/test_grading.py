@@ -367,7 +367,10 @@ def test_the_checker_refuses_a_check_of_another_exercise_and_garbage():
     a.close()
 
 
-def test_check_cells_in_a_kernel_reach_a_checker_process(capsys):
+def test_check_cells_in_a_kernel_reach_a_checker_process(capsys, monkeypatch):
+    # as in JupyterLab: no grader around, so the cell starts a checker process of its own
+    # (under `pytest --nbval` the plugin's checker would be a thread of this very process)
+    monkeypatch.delenv(boundary.CHECKER_ENV, raising=False)
     cells.check_score(score_card)
     assert capsys.readouterr().out.startswith("check_score: all ")
     with pytest.raises(AssertionError, match="divide by a million"):
