@@ -1,0 +1,257 @@
+"""The figures of a run, exactly as the spec defines them (the same as vLLM's serving benchmark).
+
+All times are seconds from a request's arrival at the front door. Percentiles are over
+completed requests, numpy's default linear interpolation; ITL pools every gap between two
+successive output tokens of every request. TPOT is (E2E - TTFT) / (output tokens - 1) for
+requests with at least two output tokens. A request meets its class's SLOs when it completed
+with TTFT at most the class's ``ttft_s`` and (two or more output tokens) TPOT at most its
+``tpot_s``; goodput counts those per second of the measured span (first arrival to last
+end), SLO attainment divides them by the requests that arrived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .record import COMPLETED, FAILED, REJECTED, GapRecord, Run
+
+__all__ = ["Figures", "figures", "gap_quantiles", "met_slo", "time_series", "TimeSeries"]
+
+_QS = (50, 95, 99)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A run's figures, overall or for one class (seconds, fractions, per second)."""
+
+    arrived: int
+    completed: int
+    rejected: int
+    failed: int
+    ttft_p50: float
+    ttft_p95: float
+    ttft_p99: float
+    itl_p50: float
+    itl_p95: float
+    tpot_p50: float
+    tpot_p95: float
+    e2e_p50: float
+    e2e_p95: float
+    e2e_mean: float
+    queue_p50: float
+    queue_p95: float
+    queue_mean: float
+    mean_in_system: float
+    throughput_tok_s: float
+    throughput_rps: float
+    goodput_rps: float
+    slo_attainment: float
+    preemptions: int
+    span_s: float
+
+    def as_dict(self) -> dict:
+        return {k: _json_number(v) for k, v in self.__dict__.items()}
+
+
+def _json_number(v):
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    v = float(v)
+    return None if v != v else v
+
+
+def _pct(x: np.ndarray, q) -> float:
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def met_slo(run: Run) -> np.ndarray:
+    """Per request: completed and within every SLO threshold of its class."""
+    req = run.requests
+    ok = run.status == COMPLETED
+    ttft = run.first_token_s - run.arrival_s
+    out = req.output_tokens
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(out >= 2, (run.done_s - run.first_token_s) / (out - 1), 0.0)
+    for c, cls in enumerate(req.classes):
+        mine = req.class_id == c
+        if cls.ttft_s is not None:
+            ok &= ~mine | (ttft <= cls.ttft_s)
+        if cls.tpot_s is not None:
+            ok &= ~mine | (tpot <= cls.tpot_s)
+    return ok
+
+
+def span(run: Run) -> tuple[float, float]:
+    """(start, end) of the measured span: the first arrival to the last end."""
+    arrived = run.arrival_s[~np.isnan(run.arrival_s)]
+    if not len(arrived):
+        return 0.0, 0.0
+    ends = np.where(np.isnan(run.done_s), run.arrival_s, run.done_s)
+    ends = ends[~np.isnan(ends)]
+    return float(arrived.min()), float(ends.max())
+
+
+def figures(run: Run, class_id: int | None = None) -> Figures:
+    """The run's figures, overall (``class_id`` None) or for one class."""
+    req = run.requests
+    mask = np.ones(len(req), bool) if class_id is None else req.class_id == class_id
+    mask &= ~np.isnan(run.arrival_s)        # closed loop: requests never sent don't count
+    t0, t1 = span(run)
+    length = max(t1 - t0, 1e-300)
+    done = mask & (run.status == COMPLETED)
+    arr, first, end = run.arrival_s[done], run.first_token_s[done], run.done_s[done]
+    out = req.output_tokens[done]
+    ttft = first - arr
+    e2e = end - arr
+    queue = run.scheduled_s[done] - arr
+    many = out >= 2
+    tpot = (end[many] - first[many]) / (out[many] - 1)
+    itl = gap_quantiles(run.gaps, (50, 95), class_id)
+    met = met_slo(run) & mask
+    return Figures(
+        arrived=int(mask.sum()),
+        completed=int(done.sum()),
+        rejected=int((mask & (run.status == REJECTED)).sum()),
+        failed=int((mask & (run.status == FAILED)).sum()),
+        ttft_p50=_pct(ttft, 50), ttft_p95=_pct(ttft, 95), ttft_p99=_pct(ttft, 99),
+        itl_p50=itl[0], itl_p95=itl[1],
+        tpot_p50=_pct(tpot, 50), tpot_p95=_pct(tpot, 95),
+        e2e_p50=_pct(e2e, 50), e2e_p95=_pct(e2e, 95),
+        e2e_mean=float(e2e.mean()) if len(e2e) else float("nan"),
+        queue_p50=_pct(queue, 50), queue_p95=_pct(queue, 95),
+        queue_mean=float(queue.mean()) if len(queue) else float("nan"),
+        mean_in_system=_mean_in_system(run, mask, t0, length),
+        throughput_tok_s=float(out.sum()) / length,
+        throughput_rps=float(done.sum()) / length,
+        goodput_rps=float(met.sum()) / length,
+        slo_attainment=float(met.sum()) / max(int(mask.sum()), 1),
+        preemptions=int(run.preemptions[mask].sum()),
+        span_s=t1 - t0,
+    )
+
+
+def _mean_in_system(run: Run, mask: np.ndarray, t0: float, length: float) -> float:
+    """Time-average of the number of requests in the system (arrived, not yet ended), by
+    sweeping the arrival (+1) and end (-1) events in time order."""
+    arr = run.arrival_s[mask]
+    end = np.where(np.isnan(run.done_s[mask]), arr, run.done_s[mask])
+    times = np.concatenate([arr, end])
+    steps = np.concatenate([np.ones(len(arr)), -np.ones(len(end))])
+    order = np.argsort(times, kind="stable")
+    times, steps = times[order], steps[order]
+    count = np.cumsum(steps)
+    area = float(np.sum(count[:-1] * np.diff(times))) if len(times) > 1 else 0.0
+    return area / length
+
+
+# -- pooled inter-token gaps ------------------------------------------------------------------
+
+def _count_le(x: float, first, step, count, weight) -> int:
+    """How many gaps (with their weights) are <= x."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        j = np.where(step > 0, np.floor((x - first) / np.where(step > 0, step, 1)),
+                     np.where(first <= x, count - 1, -1))
+    j = np.clip(j, -1, count - 1).astype(np.int64)
+    # floating rounding: settle j on the computed values themselves
+    up = (j + 1 < count) & (first + step * (j + 1) <= x)
+    j = j + up
+    down = (j >= 0) & (first + step * j > x)
+    j = j - down
+    return int(np.sum((j + 1) * weight))
+
+
+def _kth(k: int, first, step, count, weight) -> float:
+    """The k-th smallest gap (0-based) of the weighted arithmetic runs."""
+    lo = float(first.min())
+    hi = float((first + step * (count - 1)).max())
+    if _count_le(lo, first, step, count, weight) > k:
+        return lo
+    # invariant: count_le(lo) <= k < count_le(hi)
+    while True:
+        mid = lo + (hi - lo) / 2
+        if mid <= lo or mid >= hi:
+            break
+        if _count_le(mid, first, step, count, weight) > k:
+            hi = mid
+        else:
+            lo = mid
+    # the answer is the least gap value above lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        j = np.where(step > 0, np.floor((lo - first) / np.where(step > 0, step, 1)) + 1, 0)
+    j = np.clip(j, 0, count - 1).astype(np.int64)
+    vals = first + step * j
+    fix = (vals <= lo) & (j + 1 < count)
+    vals = np.where(fix, first + step * (j + 1), vals)
+    vals = vals[(vals > lo) & (weight > 0)]
+    return float(vals.min()) if len(vals) else hi
+
+
+def gap_quantiles(gaps: GapRecord, qs=(50, 95), class_id: int | None = None) -> list[float]:
+    """Percentiles of the pooled inter-token gaps (numpy's linear interpolation), overall or
+    for one class, computed on the runs without expanding them."""
+    first, step, count, w = gaps.arrays()
+    weight = w.sum(axis=1) if class_id is None else w[:, class_id]
+    keep = weight > 0
+    first, step, count, weight = first[keep], step[keep], count[keep], weight[keep]
+    total = int(np.sum(count * weight))
+    if total == 0:
+        return [float("nan")] * len(qs)
+    out = []
+    for q in qs:
+        h = (total - 1) * q / 100
+        lo = int(np.floor(h))
+        a = _kth(lo, first, step, count, weight)
+        b = _kth(lo + 1, first, step, count, weight) if lo + 1 < total and h > lo else a
+        out.append(a + (h - lo) * (b - a))
+    return out
+
+
+# -- windowed series, for plots ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TimeSeries:
+    """Per window of ``window_s`` seconds (``start_s`` each window's start): p95 TTFT of the
+    requests that arrived in it, goodput (requests ending in it within their SLOs, per
+    second), requests waiting for their first prefill and requests in the system at its end."""
+
+    window_s: float
+    start_s: np.ndarray
+    ttft_p95: np.ndarray
+    goodput_rps: np.ndarray
+    waiting: np.ndarray
+    in_system: np.ndarray
+
+
+def time_series(run: Run, window_s: float | None = None, windows: int = 60) -> TimeSeries:
+    t0, t1 = span(run)
+    if window_s is None:
+        window_s = max((t1 - t0) / windows, 1e-9)
+    edges = t0 + window_s * np.arange(int(np.ceil((t1 - t0) / window_s)) + 1)
+    if len(edges) < 2:
+        edges = np.array([t0, t0 + window_s])
+    n = len(edges) - 1
+    arr, first, done = run.arrival_s, run.first_token_s, run.done_s
+    ok = ~np.isnan(arr)
+    idx = np.clip(((arr[ok] - t0) // window_s).astype(np.int64), 0, n - 1)
+    ttft = (first - arr)[ok]
+    p95 = np.full(n, np.nan)
+    order = np.argsort(idx, kind="stable")
+    bounds = np.searchsorted(idx[order], np.arange(n + 1))
+    for w in range(n):
+        vals = ttft[order[bounds[w]:bounds[w + 1]]]
+        vals = vals[~np.isnan(vals)]
+        if len(vals):
+            p95[w] = np.percentile(vals, 95)
+    met = met_slo(run)
+    good = np.histogram(done[met], bins=edges)[0] / window_s
+    ends = edges[1:]
+    sched = np.where(np.isnan(run.scheduled_s), np.inf, run.scheduled_s)
+    gone = np.where(np.isnan(done), np.where(run.status == REJECTED, arr, np.inf), done)
+    a_sorted = np.sort(arr[ok])
+    arrived_by = np.searchsorted(a_sorted, ends, side="right")
+    waiting = arrived_by - np.searchsorted(np.sort(np.minimum(sched, gone)[ok]), ends,
+                                           side="right")
+    in_system = arrived_by - np.searchsorted(np.sort(gone[ok]), ends, side="right")
+    return TimeSeries(window_s, edges[:-1], p95, good, waiting, in_system)
