@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +18,8 @@ from schedatrix.serving.replica import SchedulerConfig
 from schedatrix.serving.requests import Requests, SLOClass
 
 SIMS = [simulate_reference, simulate_fast]
+#: Random designs per run of the equality test (set SX_HYPOTHESIS_EXAMPLES=400 for a long hunt).
+EXAMPLES = int(os.environ.get("SX_HYPOTHESIS_EXAMPLES", 20))
 
 
 def one(arrival, inp, out, cls=None):
@@ -136,7 +140,7 @@ def test_reference_equals_fast(case):
         assert (a.status == REJECTED).sum() > 0
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), rate=st.floats(2, 60), max_batch=st.integers(1, 48),
        budget=st.sampled_from([64, 256, 2048]), chunked=st.booleans(),
        kv=st.integers(40, 600), replicas=st.integers(1, 3), engines=st.integers(1, 2),

@@ -287,10 +287,15 @@ class _Engine:
         if need > cache.available:
             self.step_exact(t)
             return
-        if not self.prefilling and n and not self.admissible(cache.available - need_dec,
-                                                             budget):
-            self.start_stretch(t, n)
-            return
+        if not self.prefilling and n:
+            horizon = self.blocks_horizon(cache.available)
+            if self.waiting and cache.hash_blocks and len(self.running) < cfg.max_batch:
+                # evicting cached prefixes can change what the queue's head needs: stretch
+                # only while the decoders' new blocks come from free room
+                horizon = min(horizon, self.blocks_horizon(cache.total_blocks - cache.used))
+            if horizon and not self.admissible(cache.available - need_dec, budget):
+                self.start_stretch(t, n, horizon)
+                return
         cache.allocate(need)
         for i, _, blocks in chunks:
             sim.own[i] += blocks
@@ -440,10 +445,10 @@ class _Engine:
         self.version += 1
         sim.push(t + d, _END, (self, self.version))
 
-    def start_stretch(self, t: float, n: int) -> None:
-        """Plan k pure-decode iterations from t: until the first completion or KV shortage."""
-        k = self.done_top() - self.G + 1
-        k = min(k, self.blocks_horizon(self.cache.available))
+    def start_stretch(self, t: float, n: int, horizon: int) -> None:
+        """Plan pure-decode iterations from t: until the first completion, or ``horizon``
+        (the iterations the KV room allows)."""
+        k = min(self.done_top() - self.G + 1, horizon)
         a, b = self.sim.perf.decode_line(n)
         s0 = self.dec_base + n * (self.G + 1)
         self.plan = ["stretch", t, k, a, b, s0, n]
