@@ -83,6 +83,14 @@ class _Sim:
         self.room_blocks = room
         self.closed = requests.closed_loop
         self.next_closed = 0
+        self.arr_list: list = []     # open-loop arrivals, in order, and the next one's index
+        self.nxt = 0
+
+    def quiet_until_after(self, t: float) -> bool:
+        """True when no event is due at instant t (nothing must run before a start at t)."""
+        if self.nxt < len(self.arr_list) and self.arr_list[self.nxt] <= t:
+            return False
+        return not self.heap or self.heap[0][0] > t
 
     # -- events ------------------------------------------------------------------------------
     def push(self, t: float, kind: int, what) -> None:
@@ -98,13 +106,15 @@ class _Sim:
             for i in range(first):
                 self.push(0.0, _ARRIVE, i)
             self.next_closed = first
-        heap, nxt, n_arr = self.heap, 0, len(arr)
-        while heap or nxt < n_arr:
+        heap, n_arr = self.heap, len(arr)
+        self.arr_list = arr
+        while heap or self.nxt < n_arr:
+            nxt = self.nxt
             if nxt < n_arr and (not heap or arr[nxt] < heap[0][0] or
                                 (arr[nxt] == heap[0][0] and heap[0][1] > _END)):
                 self.events += 1
+                self.nxt = nxt + 1
                 self.arrive(nxt, arr[nxt])
-                nxt += 1
                 continue
             t, kind, _, what = heapq.heappop(heap)
             self.events += 1
@@ -288,11 +298,12 @@ class _Engine:
             self.step_exact(t)
             return
         if not self.prefilling and n:
-            horizon = self.blocks_horizon(cache.available)
+            ends = self.done_top() - self.G + 1
+            horizon = self.blocks_horizon(cache.available, ends)
             if self.waiting and cache.hash_blocks and len(self.running) < cfg.max_batch:
                 # evicting cached prefixes can change what the queue's head needs: stretch
                 # only while the decoders' new blocks come from free room
-                horizon = min(horizon, self.blocks_horizon(cache.total_blocks - cache.used))
+                horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
             if horizon and not self.admissible(cache.available - need_dec, budget):
                 self.start_stretch(t, n, horizon)
                 return
@@ -446,9 +457,9 @@ class _Engine:
         sim.push(t + d, _END, (self, self.version))
 
     def start_stretch(self, t: float, n: int, horizon: int) -> None:
-        """Plan pure-decode iterations from t: until the first completion, or ``horizon``
-        (the iterations the KV room allows)."""
-        k = min(self.done_top() - self.G + 1, horizon)
+        """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
+        many as the KV room allows)."""
+        k = horizon
         a, b = self.sim.perf.decode_line(n)
         s0 = self.dec_base + n * (self.G + 1)
         self.plan = ["stretch", t, k, a, b, s0, n]
@@ -468,24 +479,27 @@ class _Engine:
         g, _, gen = self.dec[i]
         return g + self.sim.out[i] - gen - 1
 
-    def blocks_horizon(self, available: int) -> int:
-        """How many decode iterations from now fit in ``available`` KV blocks."""
+    def blocks_horizon(self, available: int, cap: int) -> int:
+        """How many decode iterations from now fit in ``available`` KV blocks, at most
+        ``cap`` (a cheap bound answers when the cap fits with room)."""
         n, B, G = len(self.dec), self.B, self.G
+        if n * (cap // B + 1) <= available:
+            return cap
         periods = available // n          # B iterations take one block of every decoder
         left = available - periods * n
         j = periods * B
         for s in range(B):
             need = self.mod[(-(G + j + s)) % B]
             if need > left:
-                return j + s
+                return min(j + s, cap)
             left -= need
         raise AssertionError("a period of B iterations needs n blocks")  # pragma: no cover
 
     def cut(self, t: float) -> None:
         """An arrival at t inside a stretch: end it at the first boundary at or after t."""
         _, t0, k, a, b, s0, n = self.plan
-        if t <= t0:
-            return
+        if t <= t0 or len(self.running) >= self.sim.cfg.max_batch:
+            return   # a full batch admits nobody until someone ends: the stretch stands
         kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
         if kk < k:
             self.plan[2] = kk
@@ -526,7 +540,11 @@ class _Engine:
         self.sample(t)
         self.plan = None
         self.version += 1
-        sim.push(t, _START, (self, self.version))
+        if sim.quiet_until_after(t):
+            sim.events += 1
+            self.step_start(t)     # nothing else happens at t: start the next one at once
+        else:
+            sim.push(t, _START, (self, self.version))
 
     def prompt_done(self, i: int, t: float) -> None:
         sim = self.sim
