@@ -20,7 +20,7 @@ import math
 import operator
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..errors import InputError
 from .catalog import BYTES_PER_PARAM, GPU, GPUS_PER_NODE, ModelShape, gpu, inter_node_gb_s, model
@@ -51,6 +51,7 @@ ACTIVATION_RESERVE_GB = 2.0
 SAMPLER_BYTES_PER_LOGIT = 8
 
 
+@runtime_checkable
 class PerformanceModel(Protocol):
     """What the simulator asks of a performance model (seconds; token counts)."""
 
