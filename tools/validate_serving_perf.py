@@ -6,9 +6,10 @@ predicted and profiled times of whole layers at a few batch sizes; the collectiv
 per GPU; and the three whole-step figures the data's README quotes (Llama-2-7B, A100, TP1). Uses
 the coefficients in the package (``tools/calibrate_serving.py`` writes them):
 
-    python tools/validate_serving_perf.py [--data ../shared/serving-data]
+    python tools/validate_serving_perf.py [--data ../shared/serving-data] [--write-doc]
 
-Without the data it prints why and exits 0. docs/serving-calibration.md holds its output.
+Without the data it prints why and exits 0. ``--write-doc`` also puts the output into
+docs/serving-calibration.md, between its two ``validate_serving_perf.py`` markers.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".." / "shared" / "serving-data"
+DOC = ROOT / "docs" / "serving-calibration.md"
+BEGIN, END = "<!-- validate_serving_perf.py: begin -->", "<!-- validate_serving_perf.py: end -->"
 
 #: Columns of the per-shape table: (heading, family name in calibration.error_rows).
 FAMILIES = (
@@ -32,7 +35,7 @@ FAMILIES = (
                               "prefill layer (matmuls + attention)")),
 )
 #: Whole layers shown with their times: Vidur (tokens), H200 decode (batch, context), prefill.
-VIDUR_POINTS = (1, 64, 256, 1024, 4096)
+VIDUR_POINTS = (1, 64, 512, 4096)
 H200_DECODE_POINTS = ((1, 1024), (64, 1024), (256, 2048))
 H200_PREFILL_POINTS = (512, 2048, 8192)
 
@@ -100,6 +103,8 @@ def network_table(rows: list[dict]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the serving-data folder")
+    parser.add_argument("--write-doc", action="store_true",
+                        help=f"also write the output into {DOC.relative_to(ROOT)}")
     args = parser.parse_args()
     if not args.data.is_dir():
         print(f"no profiled data at {args.data} (it lives in the workspace's shared/ folder "
@@ -112,23 +117,30 @@ def main() -> int:
 
     profiles = read_profiles(args.data)
     rows = error_rows(profiles, COEFFICIENTS)
-    print(f"Coefficients fitted from data digest {DATA_DIGEST}.\n")
-    print("### Whole steps the data's README quotes (Llama-2-7B, A100, TP1)\n")
-    print("| step | profiled ms | predicted ms | error |\n|---|---|---|---|")
+    out = [f"Coefficients fitted from data digest {DATA_DIGEST}.", "",
+           "#### Whole steps the data's README quotes (Llama-2-7B, A100, TP1)", "",
+           "| step | profiled ms | predicted ms | error |", "|---|---|---|---|"]
     for label, predicted, profiled in whole_steps(COEFFICIENTS):
-        print(f"| {label} | {1e3 * profiled:.1f} | {1e3 * predicted:.1f} | "
-              f"{pct(predicted / profiled - 1)} |")
-    print("\n### Summary per GPU (absolute error, predicted / profiled - 1)\n")
-    print("| GPU | kind | samples | median | worst |\n|---|---|---|---|---|")
+        out.append(f"| {label} | {1e3 * profiled:.1f} | {1e3 * predicted:.1f} | "
+                   f"{pct(predicted / profiled - 1)} |")
+    out += ["", "#### Summary per GPU (absolute error, predicted / profiled - 1)", "",
+            "| GPU | kind | samples | median | worst |", "|---|---|---|---|---|"]
     for s in summary(rows):
-        print(f"| {s['gpu']} | {s['kind']} | {s['samples']} | {100 * s['median']:.1f}% | "
-              f"{100 * s['worst']:.0f}% |")
-    print("\n### Per model, GPU and TP degree: median / worst absolute error, %\n")
-    print("\n".join(shape_table(rows)))
-    print("\n### Whole layers: predicted vs profiled times\n")
-    print("\n".join(times_table(layer_samples(profiles, COEFFICIENTS))))
-    print("\n### Collectives\n")
-    print("\n".join(network_table(rows)))
+        out.append(f"| {s['gpu']} | {s['kind']} | {s['samples']} | {100 * s['median']:.1f}% | "
+                   f"{100 * s['worst']:.0f}% |")
+    out += ["", "#### Per model, GPU and TP degree: median / worst absolute error, %", ""]
+    out += shape_table(rows)
+    out += ["", "#### Whole layers: predicted vs profiled times", ""]
+    out += times_table(layer_samples(profiles, COEFFICIENTS))
+    out += ["", "#### Collectives", ""]
+    out += network_table(rows)
+    text = "\n".join(out)
+    print(text)
+    if args.write_doc:
+        doc = DOC.read_text()
+        head, _, rest = doc.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
     return 0
 
 
