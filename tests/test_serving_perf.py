@@ -250,6 +250,17 @@ def test_pipeline_stages_add_only_the_sends_between_them():
     assert hdr.iteration_s([(tokens, 0)]) > deep.iteration_s([(tokens, 0)])
 
 
+def test_a_pipeline_stage_takes_about_its_share_of_the_iteration():
+    batch = ([(2048, 0), (512, 1024)], 32, 32 * 2000)
+    flat = PerfModel("llama-3.1-70b", "h100-80gb", tp=4)
+    assert flat.stage_s(*batch) == flat.iteration_s(*batch)
+    for pp in (2, 4):
+        piped = PerfModel("llama-3.1-70b", "h100-80gb", tp=4, pp=pp)
+        share = piped.iteration_s(*batch) / pp
+        assert share < piped.stage_s(*batch) < 1.1 * share
+    assert piped.stage_s() == 0.0
+
+
 # -- KV cache: capacity and transfer --------------------------------------------------------------
 def test_kv_capacity_follows_the_spec_formula():
     pm = PerfModel("llama-3.1-8b", "h100-80gb")

@@ -113,7 +113,7 @@ class PerfModel:
         self.in_node_sends = self.pp - 1 - self.cross_node_sends
         self._decode_per_token_s = (self.model.layers * decode_attention_s(
             self.eff, self.gpu, self.shard.kv_bytes_per_token))
-        self._base_s = lru_cache(maxsize=1 << 16)(self._base_uncached)
+        self._parts = lru_cache(maxsize=1 << 16)(self._parts_uncached)
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
@@ -130,10 +130,30 @@ class PerfModel:
         tokens = sum(c[0] for c in chunks) + n_decode
         if tokens == 0:
             return 0.0
-        seconds = self._base_s(tokens, len(chunks) + n_decode)
+        seconds = self._parts(tokens, len(chunks) + n_decode)[-1]
         if chunks:
             seconds += self._prefill_attention_s(chunks)
         return seconds + self._decode_per_token_s * decode_context_tokens
+
+    def stage_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
+                decode_context_tokens: int = 0) -> float:
+        """Seconds the slowest pipeline stage spends on this batch (its layers, the embedding or
+        the LM head, one send to the next stage, the host step): the interval at which a full
+        pipeline finishes micro-batches. Equals ``iteration_s`` when pp == 1. Not part of the
+        interface the simulator needs."""
+        if self.pp == 1:
+            return self.iteration_s(prefill_chunks, n_decode, decode_context_tokens)
+        chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
+        tokens = sum(c[0] for c in chunks) + n_decode
+        if tokens == 0:
+            return 0.0
+        layer, first, last, in_node, cross, _ = self._parts(tokens, len(chunks) + n_decode)
+        attention = self._decode_per_token_s * decode_context_tokens
+        if chunks:
+            attention += self._prefill_attention_s(chunks)
+        send = cross if self.cross_node_sends else in_node
+        return float((layer + attention / self.model.layers) * self.layers_per_stage
+                     + max(first, last) + send + self.eff.cpu_step_s)
 
     def decode_line(self, n_decode: int) -> tuple[float, float]:
         """``(a, b)`` with ``iteration_s((), n_decode, S) == a + b * S`` for every S >= 0:
@@ -142,7 +162,7 @@ class PerfModel:
         if n_decode < 1:
             raise InputError(f"n_decode: {n_decode}; decode_line needs at least 1 decoding "
                              "request")
-        return self._base_s(n_decode, n_decode), self._decode_per_token_s
+        return self._parts(n_decode, n_decode)[-1], self._decode_per_token_s
 
     def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float:
         """Seconds to move ``tokens`` tokens of KV cache to a replica of the same shape: each of
@@ -197,9 +217,11 @@ class PerfModel:
         return self.shard.kv_bytes_per_token * self.layers_per_stage
 
     # -- terms ----------------------------------------------------------------------------
-    def _base_uncached(self, tokens: int, seqs: int) -> float:
-        """Seconds of everything but attention's work: it depends on the token count and the
-        number of sequences only."""
+    def _parts_uncached(self, tokens: int, seqs: int) -> tuple[float, ...]:
+        """Seconds of everything but attention's work, which depends on the token count and the
+        number of sequences only: (one layer, the first stage's extra (embedding), the last
+        stage's (final norm, LM head, logits, sampling), a send in a node, a send across nodes,
+        the whole iteration)."""
         e, g, m, sh, tp = self.eff, self.gpu, self.model, self.shard, self.tp
         act = tokens * m.hidden * BYTES_PER_PARAM  # one activation tensor
         layer = sum(matmul_s(e, g, tokens, k, n) for k, n in sh.matmuls.values())
@@ -208,15 +230,16 @@ class PerfModel:
         layer += elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token)  # KV-cache write
         layer += e.kernel_launch_s  # the attention kernel's fixed time
         layer += 2 * allreduce_s(e, g, act, tp)
-        once = embedding_s(e, g, 2 * act) + allreduce_s(e, g, act, tp)  # vocab-parallel
-        once += elementwise_s(e, g, 2 * act)  # final norm
-        once += matmul_s(e, g, seqs, m.hidden, m.vocab // tp)  # LM head
-        once += allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp)
-        once += elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT)
+        first = embedding_s(e, g, 2 * act) + allreduce_s(e, g, act, tp)  # vocab-parallel
+        last = elementwise_s(e, g, 2 * act)  # final norm
+        last += matmul_s(e, g, seqs, m.hidden, m.vocab // tp)  # LM head
+        last += allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp)
+        last += elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT)
         sends = 2 * act  # hidden states and residual
-        once += self.in_node_sends * send_s(e, g, sends)
-        once += self.cross_node_sends * send_s(e, g, sends, self.inter_node_gb_s)
-        return float(m.layers * layer + once + e.cpu_step_s)
+        in_node, cross = send_s(e, g, sends), send_s(e, g, sends, self.inter_node_gb_s)
+        total = (m.layers * layer + first + last + self.in_node_sends * in_node
+                 + self.cross_node_sends * cross + e.cpu_step_s)
+        return float(layer), float(first), float(last), float(in_node), float(cross), float(total)
 
     def _prefill_attention_s(self, chunks: list) -> float:
         sh = self.shard
