@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from bisect import insort
 
 import numpy as np
@@ -64,6 +65,8 @@ class _Sim:
         self.ready = [False] * n     # arrived with its KV (decode side of a split)
         self.reasons: dict = {}
         self.gaps = GapRecord(self.n_classes)
+        self.kv_t = array("d")           # KV use over time: (time, change in blocks in use)
+        self.kv_delta = array("q")
         self.heap: list = []
         self.seq = 0
         self.events = 0
@@ -188,6 +191,7 @@ class _Sim:
     def transferred(self, x: _Transfer, t: float) -> None:
         i = x.i
         x.eng.release_request(i)
+        x.eng.sample(t)
         x.eng.wake(t)
         self.first_token[i] = t
         self.replica_of[i] = x.dest if self.replica_of[i] < 0 else self.replica_of[i]
@@ -230,6 +234,7 @@ class _Engine:
         self.busy = False
         self.version = 0
         self.plan = None                 # the iteration or stretch in flight
+        self.kv_noted = 0                # KV blocks in use at the last sample
 
     def unfinished(self) -> int:
         return len(self.waiting) + len(self.running)
@@ -455,6 +460,7 @@ class _Engine:
         self.plan = ("step", t, chunks, new_dec)
         self.version += 1
         sim.push(t + d, _END, (self, self.version))
+        self.sample(t)
 
     def start_stretch(self, t: float, n: int, horizon: int) -> None:
         """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
@@ -589,7 +595,12 @@ class _Engine:
             sim.complete(i, t)
 
     def sample(self, t: float) -> None:
-        pass
+        """Note the engine's KV blocks in use (held by requests) when they changed."""
+        used = self.cache.used - self.cache.evictable
+        if used != self.kv_noted:
+            self.sim.kv_t.append(t)
+            self.sim.kv_delta.append(used - self.kv_noted)
+            self.kv_noted = used
 
 
 def _peek_hits(cache: KVCache, hashes, prompt_tokens: int) -> tuple[int, int]:
@@ -650,6 +661,9 @@ def _record(sim: _Sim, implementation: str) -> Run:
         gaps=sim.gaps,
         reasons=dict(sim.reasons),
         kv_peak_share=peak,
+        kv_samples=(np.frombuffer(sim.kv_t, dtype=float).copy(),
+                    np.frombuffer(sim.kv_delta, dtype=np.int64).copy(),
+                    sum(e.cache.total_blocks for e in engines)),
         iterations=sim.iterations,
         events=sim.events,
         prefix_hit_tokens=sum(e.cache.hit_tokens for e in engines),

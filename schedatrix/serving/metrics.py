@@ -214,7 +214,8 @@ def gap_quantiles(gaps: GapRecord, qs=(50, 95), class_id: int | None = None) -> 
 class TimeSeries:
     """Per window of ``window_s`` seconds (``start_s`` each window's start): p95 TTFT of the
     requests that arrived in it, goodput (requests ending in it within their SLOs, per
-    second), requests waiting for their first prefill and requests in the system at its end."""
+    second), requests waiting for their first prefill and requests in the system at its end,
+    and the peak share of the fleet's KV cache in use (as noted at scheduler events)."""
 
     window_s: float
     start_s: np.ndarray
@@ -222,6 +223,7 @@ class TimeSeries:
     goodput_rps: np.ndarray
     waiting: np.ndarray
     in_system: np.ndarray
+    kv_share: np.ndarray
 
 
 def time_series(run: Run, window_s: float | None = None, windows: int = 60) -> TimeSeries:
@@ -254,4 +256,22 @@ def time_series(run: Run, window_s: float | None = None, windows: int = 60) -> T
     waiting = arrived_by - np.searchsorted(np.sort(np.minimum(sched, gone)[ok]), ends,
                                            side="right")
     in_system = arrived_by - np.searchsorted(np.sort(gone[ok]), ends, side="right")
-    return TimeSeries(window_s, edges[:-1], p95, good, waiting, in_system)
+    return TimeSeries(window_s, edges[:-1], p95, good, waiting, in_system,
+                      _kv_per_window(run, edges))
+
+
+def _kv_per_window(run: Run, edges: np.ndarray) -> np.ndarray:
+    """Peak share of all KV blocks in use per window (the level carried into a window counts)."""
+    n = len(edges) - 1
+    if not run.kv_samples or not run.kv_samples[2]:
+        return np.zeros(n)
+    t, delta, total = run.kv_samples
+    order = np.argsort(t, kind="stable")
+    t, level = t[order], np.cumsum(delta[order]) / total
+    idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, n - 1)
+    peak = np.zeros(n)
+    np.maximum.at(peak, idx, level)
+    # the level at each window's start (the last change before it) also counts
+    before = np.searchsorted(t, edges[:-1], side="right") - 1
+    carried = np.where(before >= 0, level[np.maximum(before, 0)], 0.0)
+    return np.maximum(peak, carried)

@@ -63,7 +63,9 @@ class Run:
     ``done_s`` (NaN where it never happened), ``preemptions``, ``replica`` (where it was
     first routed, -1 if rejected before routing). ``reasons`` counts rejections and
     failures by (reason, class id). ``kv_peak_share`` is the highest share of any engine's
-    KV blocks held at once; ``kv_samples`` are (time_s, used share) pairs per engine.
+    KV blocks held at once; ``kv_samples`` is (times, change in blocks in use, all blocks):
+    the fleet's KV use over time, noted at scheduler events (the reference notes every
+    iteration, the fast simulator the ends of its stretches).
     """
 
     requests: Requests
@@ -77,7 +79,7 @@ class Run:
     gaps: GapRecord
     reasons: dict = field(default_factory=dict)
     kv_peak_share: float = 0.0
-    kv_samples: list = field(default_factory=list)
+    kv_samples: tuple = ()
     iterations: int = 0
     events: int = 0
     prefix_hit_tokens: int = 0

@@ -310,6 +310,17 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
         for r in sorted(finishing, key=lambda r: r.i):
             complete(s, r, t)
 
+    kv_t: list[float] = []
+    kv_delta: list[int] = []
+    noted = {id(s): 0 for s in flat}
+
+    def note_kv(s: _Scheduler, t: float) -> None:
+        used = s.cache.used - s.cache.evictable
+        if used != noted[id(s)]:
+            kv_t.append(t)
+            kv_delta.append(used - noted[id(s)])
+            noted[id(s)] = used
+
     while True:
         busy = [s for s in flat if s.in_flight is not None]
         t_end = min((s.in_flight[0] for s in busy), default=float("inf"))
@@ -320,11 +331,13 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
         for s in busy:
             if s.in_flight[0] == t:
                 finish(s, t)
+                note_kv(s, t)
         while arrivals and arrivals[0][0] == t:
             _, _, r, transfer = heapq.heappop(arrivals)
             if transfer is not None:
                 src, dest = transfer
                 src.free(r)
+                note_kv(src, t)
                 r.tokens.append(t)   # the first token leaves when the KV has moved
                 r.decoding = False
                 r.ready = True
@@ -352,6 +365,7 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
         for s in flat:
             if s.in_flight is None and (s.waiting or s.running):
                 s.start(t, perf, stats)
+                note_kv(s, t)
 
     run = Run(
         requests=requests,
@@ -364,6 +378,8 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
         replica=np.array([r.replica for r in reqs], dtype=np.int64),
         gaps=gaps,
         reasons=reasons,
+        kv_samples=(np.array(kv_t, dtype=float), np.array(kv_delta, dtype=np.int64),
+                    sum(s.cache.total_blocks for s in flat)),
         kv_peak_share=max((s.cache.peak_used / s.cache.total_blocks for s in flat
                            if s.cache.total_blocks), default=0.0),
         iterations=stats["iterations"],
