@@ -299,17 +299,18 @@ class _Engine:
             chunks.append((i, c, blocks))
             budget -= c
             need += blocks
-        if need > cache.available:
+        available = cache.total_blocks - cache.used + cache.evictable
+        if need > available:
             self.step_exact(t)
             return
         if not self.prefilling and n:
             ends = self.done_top() - self.G + 1
-            horizon = self.blocks_horizon(cache.available, ends)
+            horizon = self.blocks_horizon(available, ends)
             if self.waiting and cache.hash_blocks and len(self.running) < cfg.max_batch:
                 # evicting cached prefixes can change what the queue's head needs: stretch
                 # only while the decoders' new blocks come from free room
                 horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
-            if horizon and not self.admissible(cache.available - need_dec, budget):
+            if horizon and not self.admissible(available - need_dec, budget):
                 self.start_stretch(t, n, horizon)
                 return
         cache.allocate(need)
@@ -514,9 +515,16 @@ class _Engine:
 
     def need_over(self, k: int) -> int:
         """KV blocks the decoders take over the next k iterations."""
-        n, B, G = len(self.dec), self.B, self.G
+        n, B = len(self.dec), self.B
         periods, rest = divmod(k, B)
-        return periods * n + sum(self.mod[(-(G + j)) % B] for j in range(rest))
+        if not rest:
+            return periods * n
+        # the phases -(G + j) mod B for j < rest: a window ending at -G mod B, going down
+        top = (-self.G) % B
+        low = top - rest + 1
+        mod = self.mod
+        part = sum(mod[low:top + 1]) if low >= 0 else sum(mod[:top + 1]) + sum(mod[B + low:])
+        return periods * n + part
 
     # -- ends --------------------------------------------------------------------------------
     def step_end(self, t: float) -> None:
@@ -525,7 +533,11 @@ class _Engine:
         if plan[0] == "stretch":
             _, t0, k, a, b, s0, n = plan
             self.cache.allocate(self.need_over(k))
-            sim.gaps.add(a + b * s0, b * n, k, self.cls_count)
+            gaps = sim.gaps
+            gaps.first.append(a + b * s0)
+            gaps.step.append(b * n)
+            gaps.count.append(k)
+            gaps.weights.append(tuple(self.cls_count))
             self.G += k
             sim.iterations += k
         else:
