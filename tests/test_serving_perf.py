@@ -355,7 +355,7 @@ def profiles():
 
 @needs_data
 def test_calibration_errors_are_within_the_stated_tolerances(profiles):
-    from schedatrix.serving.calibration import error_rows, summary
+    from schedatrix.serving.profile_errors import error_rows, summary
 
     rows = summary(error_rows(profiles, COEFFICIENTS))
     got = {(r["gpu"], r["kind"]): r for r in rows}
@@ -370,7 +370,7 @@ def test_calibration_errors_are_within_the_stated_tolerances(profiles):
 
 @needs_data
 def test_the_readme_whole_steps_are_met(profiles):
-    from schedatrix.serving.calibration import whole_steps
+    from schedatrix.serving.profile_errors import whole_steps
 
     (d1, p1, f1), (d64, p64, f64), (pre, p2k, f2k) = whole_steps(COEFFICIENTS)
     assert (f1, f64, f2k) == (9.9e-3, 28.7e-3, 158e-3)

@@ -23,7 +23,7 @@ DATA = ROOT / ".." / "shared" / "serving-data"
 DOC = ROOT / "docs" / "serving-calibration.md"
 BEGIN, END = "<!-- validate_serving_perf.py: begin -->", "<!-- validate_serving_perf.py: end -->"
 
-#: Columns of the per-shape table: (heading, family name in calibration.error_rows).
+#: Columns of the per-shape table: (heading, family name in profile_errors.error_rows).
 FAMILIES = (
     ("QKV", "matmul attn_pre_proj"), ("out", "matmul attn_post_proj"),
     ("gate+up", "matmul mlp_up_proj"), ("down", "matmul mlp_down_proj"),
@@ -111,8 +111,8 @@ def main() -> int:
               "beside the repository); nothing to compare")
         return 0
     sys.path.insert(0, str(ROOT))
-    from schedatrix.serving.calibration import error_rows, layer_samples, summary, whole_steps
     from schedatrix.serving.coefficients import COEFFICIENTS, DATA_DIGEST
+    from schedatrix.serving.profile_errors import error_rows, layer_samples, summary, whole_steps
     from schedatrix.serving.profiles import read_profiles
 
     profiles = read_profiles(args.data)

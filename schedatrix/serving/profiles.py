@@ -19,7 +19,7 @@ import numpy as np
 from .catalog import ModelShape, model
 from .shard import ELEMENTWISE, LayerShard
 
-__all__ = ["Profiles", "read_profiles", "VIDUR_GPUS", "VIDUR_MODELS"]
+__all__ = ["Profiles", "read_profiles", "select", "layer_elementwise", "VIDUR_GPUS", "VIDUR_MODELS"]
 
 #: Vidur's GPU folders and the catalog names they stand for.
 VIDUR_GPUS = {"a100": "a100-80gb", "h100": "h100-80gb"}
@@ -134,3 +134,24 @@ def read_profiles(root: str | Path) -> Profiles:
     _read_h200(root, matmul, attention)
     return Profiles(_arrays(matmul), _arrays(elementwise), _arrays(attention), _arrays(network))
 
+
+def select(family: dict, **where) -> dict:
+    """The samples of ``family`` whose fields equal ``where``'s values."""
+    mask = np.ones(len(next(iter(family.values()))), bool)
+    for key, value in where.items():
+        mask &= family[key] == value
+    return {k: v[mask] for k, v in family.items()}
+
+
+def layer_elementwise(s: dict) -> dict:
+    """Each Vidur row's five elementwise kernels summed: the layer's elementwise family
+    (``measured_s`` the sum; ``nbytes`` one line per kernel, shape (5, rows)). Every row
+    gives each kernel once, in file order, so the selections line up."""
+    layer = select(s, op=ELEMENTWISE[0])
+    measured = np.zeros(len(layer["tokens"]))
+    nbytes = []
+    for op in ELEMENTWISE:
+        one = select(s, op=op)
+        measured += one["measured_s"]
+        nbytes.append(one["nbytes"])
+    return dict(layer, measured_s=measured, nbytes=np.array(nbytes))
