@@ -537,7 +537,7 @@ class _Engine:
             gaps.first.append(a + b * s0)
             gaps.step.append(b * n)
             gaps.count.append(k)
-            gaps.weights.append(tuple(self.cls_count))
+            gaps.weights.extend(self.cls_count)
             self.G += k
             sim.iterations += k
         else:

@@ -148,44 +148,93 @@ def _mean_in_system(run: Run, mask: np.ndarray, t0: float, length: float) -> flo
 
 # -- pooled inter-token gaps ------------------------------------------------------------------
 
-def _count_le(x: float, first, step, count, weight) -> int:
-    """How many gaps (with their weights) are <= x."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        j = np.where(step > 0, np.floor((x - first) / np.where(step > 0, step, 1)),
-                     np.where(first <= x, count - 1, -1))
-    j = np.clip(j, -1, count - 1).astype(np.int64)
-    # floating rounding: settle j on the computed values themselves
-    up = (j + 1 < count) & (first + step * (j + 1) <= x)
-    j = j + up
-    down = (j >= 0) & (first + step * j > x)
-    j = j - down
-    return int(np.sum((j + 1) * weight))
+class _Gaps:
+    """Weighted gaps as single values (sorted, with running weights) and arithmetic runs, with
+    a count of the gaps at or below a value; the k-th smallest gap by a narrowing search."""
 
+    #: Gaps listed one by one once the search has narrowed to them.
+    ENUMERATE = 200_000
 
-def _kth(k: int, first, step, count, weight) -> float:
-    """The k-th smallest gap (0-based) of the weighted arithmetic runs."""
-    lo = float(first.min())
-    hi = float((first + step * (count - 1)).max())
-    if _count_le(lo, first, step, count, weight) > k:
-        return lo
-    # invariant: count_le(lo) <= k < count_le(hi)
-    while True:
-        mid = lo + (hi - lo) / 2
-        if mid <= lo or mid >= hi:
-            break
-        if _count_le(mid, first, step, count, weight) > k:
-            hi = mid
-        else:
-            lo = mid
-    # the answer is the least gap value above lo
-    with np.errstate(divide="ignore", invalid="ignore"):
-        j = np.where(step > 0, np.floor((lo - first) / np.where(step > 0, step, 1)) + 1, 0)
-    j = np.clip(j, 0, count - 1).astype(np.int64)
-    vals = first + step * j
-    fix = (vals <= lo) & (j + 1 < count)
-    vals = np.where(fix, first + step * (j + 1), vals)
-    vals = vals[(vals > lo) & (weight > 0)]
-    return float(vals.min()) if len(vals) else hi
+    def __init__(self, first, step, count, weight):
+        single = (count == 1) | (step == 0)
+        order = np.argsort(first[single], kind="stable")
+        self.values = first[single][order]
+        self.cum = np.concatenate([[0], np.cumsum((count * weight)[single][order])])
+        run = ~single
+        self.first, self.step = first[run], step[run]
+        self.count, self.weight = count[run], weight[run]
+        self.inv = 1.0 / self.step
+        self.total = int(self.cum[-1] + np.sum(self.count * self.weight))
+
+    def last_le(self, x: float) -> np.ndarray:
+        """Per run, the index of its last gap <= x (-1 for none), settled on the computed
+        values ``first + step * j`` so that rounding can't misplace a gap."""
+        first, step, count = self.first, self.step, self.count
+        j = np.clip(np.floor((x - first) * self.inv), -1, count - 1).astype(np.int64)
+        j += (j + 1 < count) & (first + step * (j + 1) <= x)
+        j -= (j >= 0) & (first + step * j > x)
+        return j
+
+    def count_le(self, x: float, j=None) -> int:
+        j = self.last_le(x) if j is None else j
+        return int(self.cum[np.searchsorted(self.values, x, side="right")]
+                   + np.sum((j + 1) * self.weight))
+
+    def guess(self, k: int) -> float:
+        """A value near the k-th smallest: each run stood in for by its middle."""
+        mid = self.first + self.step * (self.count - 1) / 2
+        vals = np.concatenate([self.values, mid])
+        w = np.concatenate([np.diff(self.cum), self.count * self.weight])
+        order = np.argsort(vals, kind="stable")
+        at = np.searchsorted(np.cumsum(w[order]), k + 1)
+        return float(vals[order][min(at, len(vals) - 1)])
+
+    def kth(self, k: int) -> float:
+        """The k-th smallest gap (0-based)."""
+        lows = [v for v in (self.values[:1], self.first) if len(v)]
+        highs = [v for v in (self.values[-1:], self.first + self.step * (self.count - 1))
+                 if len(v)]
+        lo = float(np.nextafter(min(float(v.min()) for v in lows), -np.inf))
+        hi = float(max(float(v.max()) for v in highs))
+        g = self.guess(k)
+        width = max(abs(g) * 1e-6, 1e-12)
+        # bracket the answer around the guess, widening until it is inside
+        while True:
+            a, b = max(lo, g - width), min(hi, g + width)
+            ok_a = a == lo or self.count_le(a) <= k
+            ok_b = b == hi or self.count_le(b) > k
+            if ok_a and ok_b:
+                lo, hi = a, b
+                break
+            if ok_a:
+                lo = a
+            if ok_b:
+                hi = b
+            width *= 8
+        j_lo, j_hi = self.last_le(lo), self.last_le(hi)
+        while True:
+            inside = int(np.sum(j_hi - j_lo)) + int(
+                np.searchsorted(self.values, hi, "right") - np.searchsorted(self.values, lo,
+                                                                            "right"))
+            mid = lo + (hi - lo) / 2
+            if inside <= self.ENUMERATE or mid <= lo or mid >= hi:
+                break
+            j_mid = self.last_le(mid)
+            if self.count_le(mid, j_mid) > k:
+                hi, j_hi = mid, j_mid
+            else:
+                lo, j_lo = mid, j_mid
+        below = self.count_le(lo, j_lo)             # gaps <= lo: all before the k-th
+        n = j_hi - j_lo
+        seg = np.repeat(np.arange(len(n)), n)
+        j = np.arange(len(seg)) - np.repeat(np.cumsum(n) - n, n) + np.repeat(j_lo + 1, n)
+        a = np.searchsorted(self.values, lo, "right")
+        b = np.searchsorted(self.values, hi, "right")
+        values = np.concatenate([self.first[seg] + self.step[seg] * j, self.values[a:b]])
+        weights = np.concatenate([self.weight[seg], np.diff(self.cum[a:b + 1])])
+        order = np.argsort(values, kind="stable")
+        cum = below + np.cumsum(weights[order])
+        return float(values[order][np.searchsorted(cum, k + 1)])
 
 
 def gap_quantiles(gaps: GapRecord, qs=(50, 95), class_id: int | None = None) -> list[float]:
@@ -194,16 +243,15 @@ def gap_quantiles(gaps: GapRecord, qs=(50, 95), class_id: int | None = None) -> 
     first, step, count, w = gaps.arrays()
     weight = w.sum(axis=1) if class_id is None else w[:, class_id]
     keep = weight > 0
-    first, step, count, weight = first[keep], step[keep], count[keep], weight[keep]
-    total = int(np.sum(count * weight))
-    if total == 0:
+    g = _Gaps(first[keep], step[keep], count[keep], weight[keep])
+    if g.total == 0:
         return [float("nan")] * len(qs)
     out = []
     for q in qs:
-        h = (total - 1) * q / 100
+        h = (g.total - 1) * q / 100
         lo = int(np.floor(h))
-        a = _kth(lo, first, step, count, weight)
-        b = _kth(lo + 1, first, step, count, weight) if lo + 1 < total and h > lo else a
+        a = g.kth(lo)
+        b = g.kth(lo + 1) if lo + 1 < g.total and h > lo else a
         out.append(a + (h - lo) * (b - a))
     return out
 

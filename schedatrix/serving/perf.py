@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from ..errors import InputError
 from .catalog import BYTES_PER_PARAM, GPU, GPUS_PER_NODE, ModelShape, gpu, inter_node_gb_s, model
 from .kernels import (
@@ -114,6 +116,8 @@ class PerfModel:
         self._decode_per_token_s = (self.model.layers * decode_attention_s(
             self.eff, self.gpu, self.shard.kv_bytes_per_token))
         self._parts = lru_cache(maxsize=1 << 16)(self._parts_uncached)
+        self._tok_table = np.zeros(0)
+        self._seq_table = np.zeros(0)
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
@@ -130,7 +134,7 @@ class PerfModel:
         tokens = sum(c[0] for c in chunks) + n_decode
         if tokens == 0:
             return 0.0
-        seconds = self._parts(tokens, len(chunks) + n_decode)[-1]
+        seconds = self._token_s(tokens) + self._seq_s(len(chunks) + n_decode)
         if chunks:
             seconds += self._prefill_attention_s(chunks)
         return seconds + self._decode_per_token_s * decode_context_tokens
@@ -162,7 +166,7 @@ class PerfModel:
         if n_decode < 1:
             raise InputError(f"n_decode: {n_decode}; decode_line needs at least 1 decoding "
                              "request")
-        return self._parts(n_decode, n_decode)[-1], self._decode_per_token_s
+        return self._token_s(n_decode) + self._seq_s(n_decode), self._decode_per_token_s
 
     def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float:
         """Seconds to move ``tokens`` tokens of KV cache to a replica of the same shape: each of
@@ -217,6 +221,49 @@ class PerfModel:
         return self.shard.kv_bytes_per_token * self.layers_per_stage
 
     # -- terms ----------------------------------------------------------------------------
+    def _token_s(self, tokens: int) -> float:
+        """Seconds of an iteration that depend on its token count only (every layer, the
+        embedding, the final norm, the sends between stages, the host step), from a table
+        computed once per power of two of the token count (the simulator asks millions of
+        times)."""
+        table = self._tok_table
+        if tokens >= len(table):
+            size = 1 << max(tokens, 1024).bit_length()
+            t = np.arange(size, dtype=float)
+            self._tok_table = table = self._split_parts(t, np.ones_like(t))[0]
+        return float(table[tokens])
+
+    def _seq_s(self, seqs: int) -> float:
+        """Seconds that depend on the sequences emitting a token only (LM head, logits,
+        sampling), from a table like :meth:`_token_s`'s."""
+        table = self._seq_table
+        if seqs >= len(table):
+            size = 1 << max(seqs, 512).bit_length()
+            q = np.arange(size, dtype=float)
+            self._seq_table = table = self._split_parts(np.ones_like(q), q)[1]
+        return float(table[seqs])
+
+    def _split_parts(self, tokens, seqs):
+        """(token part, sequence part) of an iteration's time, elementwise over arrays; their
+        sum is ``_parts_uncached(tokens, seqs)[-1]`` (the same terms, grouped)."""
+        e, g, m, sh, tp = self.eff, self.gpu, self.model, self.shard, self.tp
+        act = tokens * m.hidden * BYTES_PER_PARAM
+        layer = sum(matmul_s(e, g, tokens, k, n) for k, n in sh.matmuls.values())
+        layer = layer + sum(elementwise_s(e, g, tokens * b)
+                            for b in sh.elementwise_bytes_per_token.values())
+        layer = layer + elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token)
+        layer = layer + e.kernel_launch_s + 2 * allreduce_s(e, g, act, tp)
+        first = embedding_s(e, g, 2 * act) + allreduce_s(e, g, act, tp)
+        norm = elementwise_s(e, g, 2 * act)
+        sends = 2 * act
+        in_node, cross = send_s(e, g, sends), send_s(e, g, sends, self.inter_node_gb_s)
+        token_part = (m.layers * layer + first + norm + self.in_node_sends * in_node
+                      + self.cross_node_sends * cross + e.cpu_step_s)
+        seq_part = (matmul_s(e, g, seqs, m.hidden, m.vocab // tp)
+                    + allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp)
+                    + elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT))
+        return np.asarray(token_part, dtype=float), np.asarray(seq_part, dtype=float)
+
     def _parts_uncached(self, tokens: int, seqs: int) -> tuple[float, ...]:
         """Seconds of everything but attention's work, which depends on the token count and the
         number of sequences only: (one layer, the first stage's extra (embedding), the last

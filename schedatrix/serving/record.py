@@ -6,6 +6,7 @@ figures (:mod:`schedatrix.serving.metrics`) are computed the same way from eithe
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,17 +30,20 @@ class GapRecord:
 
     def __init__(self, classes: int):
         self.classes = classes
-        self.first: list[float] = []
-        self.step: list[float] = []
-        self.count: list[int] = []
-        self.weights: list[tuple[int, ...]] = []
+        self.first = array("d")
+        self.step = array("d")
+        self.count = array("q")
+        self.weights = array("q")      # ``classes`` numbers per run, one after another
+
+    def __len__(self) -> int:
+        return len(self.first)
 
     def add(self, first_s: float, step_s: float, count: int, weights) -> None:
         if count > 0 and any(weights):
             self.first.append(first_s)
             self.step.append(step_s)
             self.count.append(count)
-            self.weights.append(tuple(weights))
+            self.weights.extend(weights)
 
     def add_one(self, gap_s: float, class_id: int) -> None:
         w = [0] * self.classes
@@ -47,10 +51,10 @@ class GapRecord:
         self.add(gap_s, 0.0, 1, w)
 
     def arrays(self):
-        """(first, step, count, weights[segments, classes]) as numpy arrays."""
-        w = np.array(self.weights, dtype=np.int64).reshape(len(self.weights), self.classes)
-        return (np.array(self.first, dtype=float), np.array(self.step, dtype=float),
-                np.array(self.count, dtype=np.int64), w)
+        """(first, step, count, weights[runs, classes]) as numpy arrays."""
+        w = np.frombuffer(self.weights, dtype=np.int64).reshape(len(self.first), self.classes)
+        return (np.frombuffer(self.first, dtype=float), np.frombuffer(self.step, dtype=float),
+                np.frombuffer(self.count, dtype=np.int64), w)
 
 
 @dataclass
