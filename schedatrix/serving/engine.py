@@ -86,6 +86,7 @@ class _Sim:
         self.room_blocks = room
         self.closed = requests.closed_loop
         self.next_closed = 0
+        self.lines: dict[int, tuple[float, float]] = {}   # decode_line by batch size
         self.arr_list: list = []     # open-loop arrivals, in order, and the next one's index
         self.nxt = 0
 
@@ -96,9 +97,9 @@ class _Sim:
         return not self.heap or self.heap[0][0] > t
 
     # -- events ------------------------------------------------------------------------------
-    def push(self, t: float, kind: int, what) -> None:
+    def push(self, t: float, kind: int, what, version: int = 0) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, kind, self.seq, what))
+        heapq.heappush(self.heap, (t, kind, self.seq, what, version))
 
     def run(self) -> None:
         if self.closed is None:
@@ -119,21 +120,18 @@ class _Sim:
                 self.nxt = nxt + 1
                 self.arrive(nxt, arr[nxt])
                 continue
-            t, kind, _, what = heapq.heappop(heap)
+            t, kind, _, what, version = heapq.heappop(heap)
             self.events += 1
             if kind == _ARRIVE:
                 if isinstance(what, _Transfer):
                     self.transferred(what, t)
                 else:
                     self.arrive(what, t)
-            elif kind == _END:
-                eng, version = what
-                if version == eng.version:
-                    eng.step_end(t)
-            else:
-                eng, version = what
-                if version == eng.version:
-                    eng.step_start(t)
+            elif version == what.version:
+                if kind == _END:
+                    what.step_end(t)
+                else:
+                    what.step_start(t)
 
     # -- requests entering and leaving -----------------------------------------------------
     def arrive(self, i: int, t: float) -> None:
@@ -246,7 +244,7 @@ class _Engine:
         if not self.busy:
             self.busy = True
             self.version += 1
-            sim.push(t, _START, (self, self.version))
+            sim.push(t, _START, self, self.version)
         elif self.plan is not None and self.plan[0] == "stretch":
             self.cut(t)
 
@@ -254,7 +252,7 @@ class _Engine:
         if not self.busy and self.waiting:
             self.busy = True
             self.version += 1
-            self.sim.push(t, _START, (self, self.version))
+            self.sim.push(t, _START, self, self.version)
 
     # -- decoders as aggregates -----------------------------------------------------------
     def dec_add(self, i: int) -> None:
@@ -460,18 +458,22 @@ class _Engine:
         d = sim.perf.iteration_s(pre, n, ctx)
         self.plan = ("step", t, chunks, new_dec)
         self.version += 1
-        sim.push(t + d, _END, (self, self.version))
+        sim.push(t + d, _END, self, self.version)
         self.sample(t)
 
     def start_stretch(self, t: float, n: int, horizon: int) -> None:
         """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
         many as the KV room allows)."""
         k = horizon
-        a, b = self.sim.perf.decode_line(n)
+        sim = self.sim
+        line = sim.lines.get(n)
+        if line is None:
+            line = sim.lines[n] = sim.perf.decode_line(n)
+        a, b = line
         s0 = self.dec_base + n * (self.G + 1)
         self.plan = ["stretch", t, k, a, b, s0, n]
         self.version += 1
-        self.sim.push(_stretch_end(t, k, a, b, s0, n), _END, (self, self.version))
+        sim.push(t + k * a + b * (k * s0 + n * k * (k - 1) / 2), _END, self, self.version)
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
@@ -511,7 +513,7 @@ class _Engine:
         if kk < k:
             self.plan[2] = kk
             self.version += 1
-            self.sim.push(_stretch_end(t0, kk, a, b, s0, n), _END, (self, self.version))
+            self.sim.push(_stretch_end(t0, kk, a, b, s0, n), _END, self, self.version)
 
     def need_over(self, k: int) -> int:
         """KV blocks the decoders take over the next k iterations."""
@@ -554,15 +556,19 @@ class _Engine:
                 sim.computed[i] += c
                 if sim.computed[i] >= self.target[i]:
                     self.prompt_done(i, t)
-        self.finish_decoders(t)
-        self.sample(t)
+        heap = self.done_heap
+        if heap and heap[0][0] < self.G:
+            self.finish_decoders(t)
+        used = self.cache.used - self.cache.evictable
+        if used != self.kv_noted:
+            self.sample(t)
         self.plan = None
         self.version += 1
         if sim.quiet_until_after(t):
             sim.events += 1
             self.step_start(t)     # nothing else happens at t: start the next one at once
         else:
-            sim.push(t, _START, (self, self.version))
+            sim.push(t, _START, self, self.version)
 
     def prompt_done(self, i: int, t: float) -> None:
         sim = self.sim

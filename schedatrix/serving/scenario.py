@@ -71,6 +71,16 @@ _LOAD_KEYS = {"rate", "burstiness", "requests", "duration", "input_len", "output
               "max_input_tokens", "max_output_tokens"}
 _CLASS_KEYS = {"name", "share", "priority", "ttft_s", "tpot_s", "rate", "burstiness",
                "input_len", "output_len"}
+#: The load model's messages name command-line flags; in a file the keys are these.
+_FLAG_KEYS = {"--input-len": "input_len", "--output-len": "output_len", "--rate": "rate",
+              "--burstiness": "burstiness", "--requests": "requests", "--duration": "duration",
+              "--trace": "trace", "--speed": "speed"}
+
+
+def source_is_file(where: str) -> bool:
+    return bool(where)
+
+
 _TOP_KEYS = {"load", "classes", "defaults", "designs", "acceptance", "compare", "simulator"}
 
 
@@ -148,7 +158,10 @@ def _path(value, base: Path | None, key: str, where: str) -> Path:
     if not isinstance(value, str) or not value:
         raise InputError(f"{where}load.{key} must be a file name, got {value!r}")
     p = Path(value).expanduser()
-    return p if p.is_absolute() or base is None else base / p
+    p = p if p.is_absolute() or base is None else base / p
+    if not p.is_file():
+        raise InputError(f"{key} {str(p)!r}: no such file")
+    return p
 
 
 def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -> Scenario:
@@ -280,7 +293,11 @@ def _load(t: dict, classes, tenants, base, where):
             raise InputError("give requests (a count) or duration (seconds)")
         load = Load(**kw)
     except InputError as e:
-        raise InputError(f"{where}[load] {e}") from None
+        text = str(e)
+        if source_is_file(where):   # the load model names flags; a file has keys
+            for flag, key in _FLAG_KEYS.items():
+                text = text.replace(flag, key)
+        raise InputError(f"{where}[load] {text}" if where else text) from None
     if duration is not None and not math.isfinite(duration):
         raise InputError(f"{where}[load] duration must be finite")
     return load, requests, duration
