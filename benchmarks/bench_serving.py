@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-AZURE = ROOT.parent / "shared" / "traces" / "azure-llm-2023" / "AzureLLMInferenceTrace_conv_2023.csv"
+AZURE = (ROOT.parent / "shared" / "traces" / "azure-llm-2023"
+         / "AzureLLMInferenceTrace_conv_2023.csv")
 
 
 def _timed(fn, repeat):

@@ -21,7 +21,8 @@ from schedatrix.serving.scenario import load_scenario, scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "serving-compare.toml"
-AZURE = ROOT.parent / "shared" / "traces" / "azure-llm-2023" / "AzureLLMInferenceTrace_conv_2023.csv"
+AZURE = (ROOT.parent / "shared" / "traces" / "azure-llm-2023"
+         / "AzureLLMInferenceTrace_conv_2023.csv")
 
 JSON_KEYS = {"name", "gpus", "arrived", "completed", "rejected", "failed", "ttft_p50", "ttft_p95",
              "ttft_p99", "itl_p50", "itl_p95", "tpot_p50", "tpot_p95", "e2e_p50", "e2e_p95",
@@ -274,6 +275,16 @@ def test_console_script_prints_help():
     r = subprocess.run([sys.executable, "-m", "schedatrix", "serving", "run", "--help"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "--slo-ttft" in r.stdout and "--prefill-replicas" in r.stdout
+
+
+def test_requests_longer_than_the_context_are_rejected_with_their_reason(capsys):
+    code, out, _ = run_cli("run", "--model", "llama-2-7b", "--rate", "2", "--requests", "50",
+                           "--input-len", "uniform:3000-5000", "--output-len", "200", "--json",
+                           capsys=capsys)
+    d = json.loads(out)["designs"][0]
+    reasons = d["rejected_by_reason"]
+    assert d["rejected"] > 0 and reasons == {
+        "longer than the model's context": {"default": d["rejected"]}}
 
 
 def test_criteria_validate():

@@ -69,6 +69,7 @@ class Outcome:
     kv_peak_share: list[float] = field(default_factory=list)
     link_busy_s: list[float] = field(default_factory=list)
     prefix_hit_share: list[float] = field(default_factory=list)
+    reasons: list[dict] = field(default_factory=list)   # per run: {(reason, class): count}
     series: TimeSeries | None = None
     events: int = 0
     iterations: int = 0
@@ -179,5 +180,6 @@ def _add(out: Outcome, run: Run) -> None:
     out.link_busy_s.append(run.link_busy_s)
     out.prefix_hit_share.append(run.prefix_hit_tokens / run.prefix_lookup_tokens
                                 if run.prefix_lookup_tokens else 0.0)
+    out.reasons.append(dict(run.reasons))
     out.events += run.events
     out.iterations += run.iterations

@@ -65,6 +65,9 @@ class ModelShape:
     head_dim: int
     ffn: int
     vocab: int
+    #: the longest context (prompt + output) the model takes, its config's
+    #: max_position_embeddings: Llama 2 4,096; Llama 3.1 and 3.2 131,072
+    max_context: int = 131_072
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -96,8 +99,8 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
 MODELS: dict[str, ModelShape] = {m.name: m for m in (
     ModelShape("llama-3.2-3b", 3.21e9, 28, 3072, 24, 8, 128, 8192, 128256),
     ModelShape("llama-3.1-8b", 8.03e9, 32, 4096, 32, 8, 128, 14336, 128256),
-    ModelShape("llama-2-7b", 6.74e9, 32, 4096, 32, 32, 128, 11008, 32000),
-    ModelShape("llama-2-70b", 69.0e9, 80, 8192, 64, 8, 128, 28672, 32000),
+    ModelShape("llama-2-7b", 6.74e9, 32, 4096, 32, 32, 128, 11008, 32000, 4096),
+    ModelShape("llama-2-70b", 69.0e9, 80, 8192, 64, 8, 128, 28672, 32000, 4096),
     ModelShape("llama-3.1-70b", 70.6e9, 80, 8192, 64, 8, 128, 28672, 128256),
 )}
 

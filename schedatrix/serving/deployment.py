@@ -174,7 +174,8 @@ def build(design: Design, hash_block_tokens: int = 0) -> Built:
         raise InputError(f"the load's prefix hash blocks ({hb} tokens) must be a multiple of "
                          f"block_tokens ({design.block_tokens})")
     config = SchedulerConfig(design.max_batch, design.max_batched_tokens,
-                             design.chunked_prefill, design.block_tokens, hb)
+                             design.chunked_prefill, design.block_tokens, hb,
+                             model(design.model).max_context)
     per_engine = blocks // design.pp
     roles = (["mixed"] * design.replicas + ["prefill"] * design.prefill_replicas +
              ["decode"] * design.decode_replicas)

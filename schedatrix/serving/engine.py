@@ -136,6 +136,9 @@ class _Sim:
     # -- requests entering and leaving -----------------------------------------------------
     def arrive(self, i: int, t: float) -> None:
         self.arrival[i] = t
+        if self.inp[i] + self.out[i] > self.cfg.max_model_len:
+            self.reject(i, t, "longer than the model's context")
+            return
         need = -(-(self.inp[i] + self.out[i]) // self.cfg.block_tokens)
         if need > self.room_blocks:
             self.reject(i, t, "needs more KV cache than a replica holds")

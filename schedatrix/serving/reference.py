@@ -27,10 +27,11 @@ work it starts an iteration at time ``t``:
    token (its first: TTFT); a request with all its output tokens is done and frees its KV.
 
 **Arrivals** go round-robin over the replicas (over prefill replicas in a split); inside a
-replica to the pipeline engine with the fewest unfinished requests. A request whose prompt
-and output could never fit one engine's KV cache, or (chunked prefill off) one iteration's
-budget, is rejected at the door with that reason. **A split**: when a prompt is done on a
-prefill replica, its KV cache moves over the link to the next decode replica (round-robin);
+replica to the pipeline engine with the fewest unfinished requests. A request longer (prompt
+plus output) than the model's context, or that could never fit one engine's KV cache, or
+(chunked prefill off) one iteration's budget, is rejected at the door with that reason.
+**A split**: when a prompt is done on a prefill replica, its KV cache moves over the link to
+the next decode replica (round-robin);
 the prefill replica's link sends one transfer at a time; the KV is freed on the prefill side
 when the move ends, and the first token leaves then (TTFT includes the move). A request with
 one output token needs no move. **Closed loop**: ``users`` requests start at 0; each end
@@ -351,7 +352,9 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
                 room = min(room, min(layout.replicas[x].kv_blocks
                                      for x in layout.of_role("decode")))
             reason = None
-            if need > room:
+            if r.inp + r.out > cfg.max_model_len:
+                reason = "longer than the model's context"
+            elif need > room:
                 reason = "needs more KV cache than a replica holds"
             elif not cfg.chunked_prefill and r.inp + r.out > cfg.max_batched_tokens:
                 reason = "longer than max_batched_tokens with chunked prefill off"

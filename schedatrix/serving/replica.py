@@ -30,6 +30,8 @@ class SchedulerConfig:
     block_tokens : tokens per KV block
     hash_block_tokens : tokens per prefix-cache hash block (0: no prefix caching), a multiple
         of ``block_tokens``
+    max_model_len : the longest request (prompt + output) the model takes; longer ones are
+        rejected at the door, as vLLM does
     """
 
     max_batch: int = DEFAULT_MAX_BATCH
@@ -37,6 +39,7 @@ class SchedulerConfig:
     chunked_prefill: bool = True
     block_tokens: int = DEFAULT_BLOCK_TOKENS
     hash_block_tokens: int = 0
+    max_model_len: int = 1 << 40
 
     def __post_init__(self):
         check_int("max_batch", self.max_batch, 1, 1_000_000)

@@ -43,6 +43,13 @@ def design_json(o: Outcome) -> dict:
     out["link_busy_share"] = _num(interval(o.link_busy_s)[0] / span
                                   / max(d.prefill_replicas, 1)) if d.split and span else None
     out["prefix_hit_share"] = _num(interval(o.prefix_hit_share)[0])
+    reasons: dict = {}
+    for per_run in o.reasons:
+        for (reason, c), count in per_run.items():
+            by_class = reasons.setdefault(reason, {})
+            name = o.classes[c].name
+            by_class[name] = by_class.get(name, 0) + count / len(o.reasons)
+    out["rejected_by_reason"] = reasons
     out["cost_per_mtok"] = _num(interval(o.cost_per_mtok())[0])
     out["price_per_gpu_hour"] = d.price
     out["runs"] = len(o.runs)
