@@ -111,7 +111,7 @@ def test_a_low_traffic_model_on_one_machine_needs_nothing_distributed():
     c = compare([Design(replicas=4)], _small_load(ttft=2.0, tpot=0.2, rate=1.0), runs=2)
     names = [o.design.name for o in c.outcomes]
     assert names[-1].endswith("(baseline)")          # one replica on one machine, added
-    assert c.single_machine_enough is not None
+    assert c.single_machine_enough is not None and c.no_distributed_needed
     assert "no distributed design is needed" in c.summary()
 
 
@@ -125,7 +125,7 @@ def test_cheapest_design_meeting_the_slos():
 
 def test_the_example_scenario_reads():
     s = load_scenario(EXAMPLE)
-    assert len(s.designs) == 6 and s.runs == 3 and s.models
+    assert len(s.designs) == 9 and s.runs == 3 and s.models
     assert s.load.rate_rps == 12 and [c.name for c in s.load.classes] == ["interactive",
                                                                             "batch"]
 

@@ -141,7 +141,8 @@ class Outcome:
         runs = f"{n} run{'s' if n != 1 else ''}"
         if self.passed:
             spare = " with room to spare" if self.room_to_spare else ""
-            return (f"PASS{spare}: every class met its SLOs in all {runs} (lowest: "
+            where = "in its one run" if n == 1 else f"in all {runs}"
+            return (f"PASS{spare}: every class met its SLOs {where} (lowest: "
                     f"{share:.1%} of '{name}' within its thresholds, "
                     f"{self.criteria.attainment:.0%} needed)." + label)
         missed = sum(not self.run_meets(k) for k in range(n))

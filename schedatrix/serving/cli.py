@@ -244,14 +244,38 @@ def _finish(comparisons: dict, scenario, args) -> int:
         print("\nby model size:")
         for m, c in comparisons.items():
             best = c.cheapest
-            print(f"  {m:15s} " + (f"{best.design.name} ({best.design.gpus} GPUs)" if best
-                                  else "no design meets the SLOs" if c.has_slo else
-                                  "no verdict (no SLOs)"))
+            if not c.outcomes:
+                text = "none of the designs holds it (each is too small for the model)"
+            elif best:
+                text = f"{best.design.name} ({_gpus(best.design.gpus)})"
+            else:
+                text = "no design meets the SLOs" if c.has_slo else "no verdict (no SLOs)"
+            print(f"  {m:15s} {text}")
     print()
     print(main.summary())
     if args.out:
         print(f"report: {paths[0]}")
     return 0
+
+
+def _runs_planned(designs, models, baseline: bool) -> int:
+    """Design runs a comparison will make per seed (for the progress bar)."""
+    from .compare import baseline_for
+    count = len(designs)
+    if baseline and not any(d.single_machine() for d in designs) and baseline_for(designs[0]):
+        count += 1
+    for m in models:
+        for d in designs:
+            try:
+                d.with_(model=m)
+            except InputError:
+                continue
+            count += 1
+    return count
+
+
+def _gpus(n: int) -> str:
+    return f"{n} GPU" + ("" if n == 1 else "s")
 
 
 def _cmd_run(args) -> int:
@@ -276,7 +300,8 @@ def _cmd_compare(args) -> int:
             raise InputError(f"--models {bad[0]!r}: allowed: {', '.join(MODELS)}")
     make = scenario.make_requests()
     designs = list(scenario.designs)
-    total = scenario.runs * (len(designs) + 1) * max(1, len(models) + 1)
+    runs = 1 if scenario.load.trace is not None else scenario.runs   # a replay runs once
+    total = runs * _runs_planned(designs, models, scenario.baseline)
     with _progress(total, args) as bar:
         tick = bar.update
         main = compare(designs, make, scenario.runs, scenario.seed, scenario.criteria,

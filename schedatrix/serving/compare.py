@@ -40,11 +40,18 @@ class Comparison:
 
     @property
     def single_machine_enough(self) -> Outcome | None:
-        """A one-replica, one-machine design that passes with room to spare, if any."""
-        for o in self.outcomes:
-            if o.design.single_machine() and o.room_to_spare:
-                return o
-        return None
+        """The cheapest one-replica, one-machine design that passes with room to spare."""
+        fits = [o for o in self.outcomes if o.design.single_machine() and o.room_to_spare]
+        return min(fits, key=lambda o: (_mean(o.cost_per_mtok()), o.design.gpus),
+                   default=None)
+
+    @property
+    def no_distributed_needed(self) -> bool:
+        """A one-replica, one-machine design meets the SLOs with room to spare and nothing
+        cheaper does: the load needs no distributed design."""
+        one, best = self.single_machine_enough, self.cheapest
+        return one is not None and best is not None and \
+            _mean(one.cost_per_mtok()) <= _mean(best.cost_per_mtok()) * (1 + 1e-9)
 
     def summary(self) -> str:
         """The comparison's answer in a few sentences."""
@@ -65,9 +72,14 @@ class Comparison:
                 f"GPU{'s' if best.design.gpus != 1 else ''}, ${cost:,.3f} per million output "
                 f"tokens).")
         one = self.single_machine_enough
-        if one is not None:
+        if self.no_distributed_needed:
             text += (f" {one.design.name} alone meets them with room to spare on one machine: "
                      f"no distributed design is needed.")
+        elif one is not None:
+            ratio = _mean(one.cost_per_mtok()) / cost
+            text += (f" One replica on one machine ({one.design.name}) meets them too, with "
+                     f"room to spare, at {ratio:.1f}x the cost: spreading the load is cheaper "
+                     f"here, not necessary.")
         return text + label
 
 

@@ -85,7 +85,7 @@ def comparison_json(comparisons: dict[str, Comparison], scenario: Scenario) -> d
         "designs": [design_json(o) for o in main.outcomes],
         "skipped": [{"name": n, "reason": r} for n, r in main.skipped],
         "cheapest": main.cheapest.design.name if main.cheapest else None,
-        "no_distributed_design_needed": main.single_machine_enough is not None,
+        "no_distributed_design_needed": main.no_distributed_needed,
         "summary": main.summary(),
     }
     if len(comparisons) > 1:
