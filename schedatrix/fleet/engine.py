@@ -3,25 +3,46 @@
 Month ``i`` of ``simulate_many(plan, months, seed)`` is the plan with seed ``seed + i``, and its
 figures equal ``schedatrix.simulate(plan.with_knobs(seed=seed + i))`` (the tests check it).
 Each step is the reference's step done on a (months, cards) array: sorts become row-wise
-stable argsorts, prefix scans become cumulative sums.
+sorts, prefix scans become running sums taken in the reference's order, so every figure
+agrees with the reference to the last bit.
+
+Months run in blocks of about ``BLOCK_CELLS`` cards (a block's arrays stay in a core's cache)
+spread over worker threads (numpy releases the GIL in its kernels). A block's figures depend
+only on its own months, never on which thread ran it or how many there were: same seed, same
+month, on every machine. Memory: the result's arrays (about 200 bytes a month) plus about
+``BLOCK_CELLS`` x 100 bytes (3.3 MB) of scratch per thread, whatever the card count.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..errors import InputError
-from .cards import card_class
-from .draws import uniforms
+from .cards import CardClass, card_class
+from .draws import below, hashes, to_unit
 from .eviction import evict_count
 from .figures import month_figures
+from .inputs import whole_number
 from .plan import MAX_SEED, Plan
 from .run_set import shape_target
 from .window import dip_chance, dip_cost, error_bound
 
-__all__ = ["Months", "draw_pools", "simulate_many"]
+__all__ = ["Months", "draw_pools", "simulate_many", "BLOCK_CELLS", "MAX_WORKERS"]
+
+#: Months x cards in one block of work (32,768 cells: about 3 MB of scratch).
+BLOCK_CELLS = 1 << 15
+#: The most worker threads ``simulate_many`` starts by default (it uses the cores it may run on,
+#: up to this many), which bounds its scratch memory at MAX_WORKERS x 3.3 MB.
+MAX_WORKERS = 8
+#: Up to this many cards, running sums go column by column over the whole block (numpy's
+#: row-wise cumsum pays a fixed cost per row that dominates short rows); beyond it, row-wise.
+_COLUMN_SUMS_MAX_CARDS = 64
+_STREAMS = ("ticket", "misread", "dip")
 
 
 @dataclass(frozen=True)
@@ -58,109 +79,251 @@ class Months:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def draw_pools(plan: Plan, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """True and measured rates of every card of every month: two (months, cards) arrays."""
-    cls = card_class(plan.card_class)
-    hours = plan.window_hours
-    n = plan.cards
-    # The ticket: the class's quantile function, step by step as CardClass.true_share does,
-    # in place to spare memory traffic (the same float operations, the same results).
-    u = uniforms(seeds, "ticket", n)
-    true = u - cls.bad_chance
+@dataclass(frozen=True)
+class _Knobs:
+    """What every block of one plan needs, worked out once."""
+
+    cls: CardClass
+    cards: int
+    evicted: int
+    target_tok_s: float
+    jumpy: bool
+    bound: float
+    dip_chance: float
+    dip_factor: float
+
+    @classmethod
+    def of(cls, plan: Plan) -> _Knobs:
+        card = card_class(plan.card_class)
+        hours = plan.window_hours
+        return cls(
+            cls=card, cards=plan.cards, evicted=evict_count(plan.evict_share, plan.cards),
+            target_tok_s=shape_target(plan.shape, plan.demand_tok_s, plan.headroom),
+            jumpy=plan.shape == "jumpy", bound=error_bound(hours), dip_chance=dip_chance(hours),
+            dip_factor=1 - card.dip_depth * dip_cost(hours),
+        )
+
+
+class _Scratch:
+    """One thread's work arrays for blocks of ``months`` x ``cards``, kept and reused: fresh
+    arrays of this size cost more in page faults than the arithmetic done in them."""
+
+    def __init__(self, months: int, cards: int) -> None:
+        shape = (months, cards)
+        self.hash = np.empty((len(_STREAMS), *shape), dtype=np.uint64)
+        self.tmp = np.empty_like(self.hash)
+        self.measured = np.empty(shape)
+        # sums[0]: measured in eviction order; [1]: true in that order; [2]: true, ascending.
+        self.sums = np.empty((3, *shape))
+        self.key = np.empty(shape, dtype=np.int64)
+        self.mask = np.empty(shape, dtype=bool)
+        self.caught = np.empty(shape, dtype=bool)
+        self.cards = np.arange(cards)
+        self.offsets = (np.arange(months) * cards)[:, None]
+        self.rows = np.arange(months)
+
+
+_local = threading.local()
+
+
+def _scratch(months: int, cards: int) -> _Scratch:
+    """This thread's scratch for the shape (it keeps the two shapes last asked for)."""
+    kept = getattr(_local, "scratch", None)
+    if kept is None:
+        kept = _local.scratch = {}
+    key = (months, cards)
+    if key not in kept:
+        if len(kept) >= 2:
+            del kept[next(iter(kept))]
+        kept[key] = _Scratch(months, cards)
+    return kept[key]
+
+
+def _fill_pools(knobs: _Knobs, seeds: np.ndarray, true: np.ndarray, measured: np.ndarray,
+                scratch: _Scratch | None = None) -> None:
+    """Write the true and measured rates of every card of every month into two (months,
+    cards) arrays: the reference's float operations, in its order, in place."""
+    cls = knobs.cls
+    if scratch is None:
+        scratch = _Scratch(seeds.size, knobs.cards)
+    # The three streams in one hash pass.
+    h = hashes(seeds, _STREAMS, knobs.cards, out=scratch.hash, scratch=scratch.tmp)
+    caught = below(h[2], knobs.dip_chance, out=scratch.caught)  # the window held a blip
+    # The ticket: the class's quantile function, step by step as CardClass.true_share does.
+    u = to_unit(h[0], out=true)
+    bad = np.less(u, cls.bad_chance, out=scratch.mask)
+    true -= cls.bad_chance
     true /= 1 - cls.bad_chance
     true *= cls.good_high - cls.good_low
     true += cls.good_low
-    np.putmask(true, u < cls.bad_chance, cls.bad_share)
-    true = np.multiply(cls.rated_tok_s, true, out=true)
+    np.putmask(true, bad, cls.bad_share)
+    true *= cls.rated_tok_s
     # The window's reading: true x (1 + bound x misread), less a dip where one was caught.
-    measured = uniforms(seeds, "misread", n)
-    measured *= 2.0
-    measured -= 1.0
-    measured *= error_bound(hours)
-    measured += 1
-    measured *= true
-    caught = np.flatnonzero(uniforms(seeds, "dip", n) < dip_chance(hours))
-    flat = measured.reshape(-1)
-    flat[caught] *= 1 - cls.dip_depth * dip_cost(hours)
+    m = to_unit(h[1], out=measured)
+    m *= 2.0
+    m -= 1.0
+    m *= knobs.bound
+    m += 1
+    m *= true
+    np.multiply(m, knobs.dip_factor, out=m, where=caught)
+
+
+def draw_pools(plan: Plan, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """True and measured rates of every card of every month: two (months, cards) arrays."""
+    seeds = np.asarray(seeds, dtype=np.uint64).reshape(-1)
+    true = np.empty((seeds.size, plan.cards))
+    measured = np.empty_like(true)
+    _fill_pools(_Knobs.of(plan), seeds, true, measured)
     return true, measured
 
 
-def _take(values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Row-wise gather ``values[row, index[row]]`` (a flat take: faster than take_along_axis)."""
-    rows, width = values.shape
-    offsets = (np.arange(rows) * width)[:, None]
-    return values.ravel()[index + offsets]
+def _sort_by_measured(measured: np.ndarray, true: np.ndarray, k: int,
+                      measured_out: np.ndarray, true_out: np.ndarray,
+                      scratch: _Scratch | None = None) -> None:
+    """Row-wise, the cards in eviction order: ``measured_out`` and ``true_out`` get each
+    row's measured and true rates with the k evicted cards first (worst first, ties: lower
+    index first), then the survivors so that read from the last column back they go best
+    first (ties: lower index first), as the reference orders them.
 
-
-def _orders(measured: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row-wise: the k worst cards (worst first), the survivors (best first) and the
-    survivors' measured rates in that order; ties always go to the lower index first.
-
-    A fast sort does the work; rows holding a tie (measured rates almost never tie) are
-    redone exactly, so the result is the reference's on every row.
+    Measured rates are positive, so their bit patterns sort like them: one integer sort of
+    the bits, with the card's index in the lowest bits, does the work. A row whose rates
+    do not come out strictly increasing (a tie, or two rates so close that those low bits
+    decided) is redone exactly, so every row is the reference's.
     """
-    order = np.argsort(measured, axis=1)
-    ordered = _take(measured, order)
-    survivors = order[:, k:][:, ::-1].copy()
-    best = ordered[:, k:][:, ::-1].copy()
-    for row in np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1)):
-        index = np.arange(measured.shape[1])
-        order[row] = np.lexsort((index, measured[row]))
-        index = order[row, k:]
-        survivors[row] = index[np.lexsort((index, -measured[row, index]))]
-    return order[:, :k], survivors, best
+    months, n = measured.shape
+    if scratch is None:
+        scratch = _Scratch(months, n)
+    bits = max(1, (n - 1).bit_length())
+    low = (1 << bits) - 1
+    key = np.bitwise_and(measured.view(np.int64), ~low, out=scratch.key)
+    key |= scratch.cards
+    key.sort(axis=1)
+    key &= low
+    key += scratch.offsets  # flat positions
+    np.take(measured.reshape(-1), key, out=measured_out)
+    np.take(true.reshape(-1), key, out=true_out)
+    if n < 2:
+        return
+    unsure = np.less_equal(measured_out[:, 1:], measured_out[:, :-1], out=scratch.mask[:, 1:])
+    for row in np.flatnonzero(unsure.any(axis=1)):
+        rates = measured[row]
+        order = np.lexsort((np.arange(n), rates))
+        survivors = order[k:]
+        order[k:] = survivors[np.lexsort((-survivors, rates[survivors]))]
+        measured_out[row] = rates[order]
+        true_out[row] = true[row, order]
 
 
-def _covering_count(sorted_rates: np.ndarray, target: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: length of the shortest prefix reaching the target (all if none), and the
-    prefix sums. Rates are positive, so prefix sums never fall: the prefixes still short of
-    the target are exactly those before the first that reaches it."""
-    cums = np.cumsum(sorted_rates, axis=1)
-    short = np.count_nonzero(cums < target, axis=1)
-    return np.minimum(short + 1, sorted_rates.shape[1]), cums
+def _suffix_sums(sums: np.ndarray, k: int) -> None:
+    """In place, running sums from the last column back: rows 0 and 1 of ``sums`` (3, months,
+    cards) down to column ``k``, row 2 down to column 0. Each is the reference's left-to-right
+    ``total += rate`` over the cards best first, so the sums agree to the last bit."""
+    n = sums.shape[2]
+    if n <= _COLUMN_SUMS_MAX_CARDS:
+        for j in range(n - 2, -1, -1):
+            part = sums if j >= k else sums[2]
+            np.add(part[..., j], part[..., j + 1], out=part[..., j])
+    else:
+        for part in (sums[:2, :, k:], sums[2]):
+            backwards = part[..., ::-1]
+            np.cumsum(backwards, axis=-1, out=backwards)
 
 
-def simulate_many(plan: Plan, months: int, seed: int | None = None) -> Months:
-    """Figures of ``months`` months of ``plan``, seeds ``seed, seed + 1, ...``.
-
-    ``seed`` defaults to the plan's own seed.
-    """
-    if not (isinstance(months, int) and not isinstance(months, bool) and months >= 1):
-        raise InputError(f"months must be a whole number >= 1, got {months!r}")
-    start = plan.seed if seed is None else seed
-    if not (isinstance(start, int) and 0 <= start and start + months - 1 <= MAX_SEED):
-        raise InputError(f"seed must be a whole number from 0 to 2**63 - months, got {seed!r}")
-    seeds = np.arange(months, dtype=np.uint64) + np.uint64(start)
-    true, measured = draw_pools(plan, seeds)
-    cls = card_class(plan.card_class)
-    rent = cls.rent_per_month
-    n = plan.cards
-    rows = np.arange(months)
-
-    # One row-wise sort of the measured rates serves both eviction (worst first) and the run
-    # set (survivors best first).
-    k = evict_count(plan.evict_share, n)
-    evicted_idx, survivors, survivors_measured = _orders(measured, k)
-    true_desc = np.negative(true)
-    true_desc.sort(axis=1)
-    np.negative(true_desc, out=true_desc)  # each row's true rates, highest first
-    median = (true_desc[:, (n - 1) // 2] + true_desc[:, n // 2]) / 2
-    wrong = np.count_nonzero(_take(true, evicted_idx) >= median[:, None], axis=1)
-
+def _run_block(knobs: _Knobs, seeds: np.ndarray, out: dict[str, np.ndarray], lo: int) -> None:
+    """Months ``lo .. lo + len(seeds) - 1``: their counts and capacities into ``out``."""
+    months, n, k = seeds.size, knobs.cards, knobs.evicted
+    scratch = _scratch(months, n)
+    measured, sums, mask = scratch.measured, scratch.sums, scratch.mask
+    _fill_pools(knobs, seeds, sums[2], measured, scratch)
+    _sort_by_measured(measured, sums[2], k, sums[0], sums[1], scratch)
+    true_up = sums[2]
+    true_up.view(np.int64).sort(axis=1)  # positive floats sort like their bits
+    median = true_up[:, n // 2] + true_up[:, (n - 1) // 2]
+    median /= 2
+    wrong = np.count_nonzero(
+        np.greater_equal(sums[1][:, :k], median[:, None], out=mask[:, :k]), axis=1)
+    _suffix_sums(sums, k)
+    target = knobs.target_tok_s
     # Run set: the shortest best-measured prefix of the survivors covering the target.
-    target = shape_target(plan.shape, plan.demand_tok_s, plan.headroom)
-    if plan.shape == "jumpy":
+    # Rates are positive, so running sums never fall: the prefixes short of the target are
+    # exactly those before the first that reaches it.
+    if knobs.jumpy:
         warm = np.full(months, n - k)
     else:
-        warm, _ = _covering_count(survivors_measured, target)
-    run_cums = np.cumsum(_take(true, survivors), axis=1)
-    run_true = run_cums[rows, warm - 1]
+        short = np.count_nonzero(np.less(sums[0][:, k:], target, out=mask[:, k:]), axis=1)
+        warm = np.minimum(short + 1, n - k)
+    # The ideal operator: all cards best true first, same target, nobody evicted.
+    short = np.count_nonzero(np.less(true_up, target, out=mask), axis=1)
+    ideal = np.minimum(short + 1, n)
+    hi = lo + months
+    out["warm"][lo:hi] = warm
+    out["wrong"][lo:hi] = wrong
+    out["median"][lo:hi] = median
+    out["run_true"][lo:hi] = sums[1][scratch.rows, n - warm]
+    out["ideal_cards"][lo:hi] = ideal
+    out["ideal_true"][lo:hi] = true_up[scratch.rows, n - ideal]
 
-    # The ideal operator: all cards best true first, same target, nobody evicted. Ties in
-    # true rate carry equal values, so their order cannot change a sum.
-    ideal_cards, ideal_cums = _covering_count(true_desc, target)
-    ideal_true = ideal_cums[rows, ideal_cards - 1]
 
-    figures = month_figures(rent, plan.demand_tok_s, warm, np.full(months, k), wrong,
-                            run_true, ideal_cards, ideal_true)
-    return Months(seed=seeds, median_true_tok_s=median, **figures)
+def _default_workers() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+@functools.cache
+def _executor(workers: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(workers, thread_name_prefix="schedatrix-engine")
+
+
+if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
+    os.register_at_fork(after_in_child=_executor.cache_clear)
+
+
+def simulate_many(plan: Plan, months: int, seed: int | None = None, *,
+                  workers: int | None = None) -> Months:
+    """Figures of ``months`` months of ``plan``, seeds ``seed, seed + 1, ...``.
+
+    Parameters
+    ----------
+    plan : Plan
+    months : int
+        How many months, >= 1: any whole number, Python's or numpy's (not a bool).
+    seed : int, optional
+        The first month's seed (default: the plan's own); the last, ``seed + months - 1``,
+        must stay within 0 .. 2**63 - 1.
+    workers : int, optional
+        Threads to spread the months over (default: the cores this process may use, at most
+        ``MAX_WORKERS``). The figures never depend on it.
+
+    Returns
+    -------
+    Months, whose arrays have shape (months,).
+    """
+    months = whole_number("months", months, low=1)
+    start = plan.seed if seed is None else seed
+    start = whole_number("seed", start, low=0, high=MAX_SEED - months + 1,
+                         allowed="a whole number from 0 to 2**63 - months")
+    workers = _default_workers() if workers is None else whole_number("workers", workers, low=1)
+    knobs = _Knobs.of(plan)
+    seeds = np.arange(months, dtype=np.uint64) + np.uint64(start)
+    out = {name: np.empty(months, dtype=np.int64) for name in ("warm", "wrong", "ideal_cards")}
+    out.update({name: np.empty(months) for name in ("median", "run_true", "ideal_true")})
+    block = max(1, BLOCK_CELLS // plan.cards)
+    starts = range(0, months, block)
+
+    def run(lo: int) -> None:
+        _run_block(knobs, seeds[lo:lo + block], out, lo)
+
+    workers = min(workers, len(starts))
+    if workers == 1:
+        for lo in starts:
+            run(lo)
+    else:
+        for _ in _executor(workers).map(run, starts):
+            pass
+    rent = knobs.cls.rent_per_month
+    figures = month_figures(rent, plan.demand_tok_s, out["warm"], np.full(months, knobs.evicted),
+                            out["wrong"], out["run_true"], out["ideal_cards"], out["ideal_true"])
+    return Months(seed=seeds, median_true_tok_s=out["median"], **figures)
