@@ -105,8 +105,8 @@ class _Knobs:
 
 
 class _Scratch:
-    """One thread's work arrays for blocks of ``months`` x ``cards``, kept and reused: fresh
-    arrays of this size cost more in page faults than the arithmetic done in them."""
+    """One thread's work arrays for blocks of up to ``months`` x ``cards``, kept and reused:
+    fresh arrays of this size cost more in page faults than the arithmetic done in them."""
 
     def __init__(self, months: int, cards: int) -> None:
         shape = (months, cards)
@@ -122,21 +122,30 @@ class _Scratch:
         self.offsets = (np.arange(months) * cards)[:, None]
         self.rows = np.arange(months)
 
+    def first(self, months: int) -> _Scratch:
+        """The same arrays cut to the first ``months`` rows (a block's last, shorter part)."""
+        if months == len(self.rows):
+            return self
+        cut = object.__new__(_Scratch)
+        for name, arr in vars(self).items():
+            if name == "cards":
+                cut.cards = arr
+            elif arr.ndim == 3:
+                setattr(cut, name, arr[:, :months])
+            else:
+                setattr(cut, name, arr[:months])
+        return cut
+
 
 _local = threading.local()
 
 
 def _scratch(months: int, cards: int) -> _Scratch:
-    """This thread's scratch for the shape (it keeps the two shapes last asked for)."""
+    """This thread's scratch for blocks of ``months`` x ``cards`` (it keeps one, the last)."""
     kept = getattr(_local, "scratch", None)
-    if kept is None:
-        kept = _local.scratch = {}
-    key = (months, cards)
-    if key not in kept:
-        if len(kept) >= 2:
-            del kept[next(iter(kept))]
-        kept[key] = _Scratch(months, cards)
-    return kept[key]
+    if kept is None or kept.cards.size != cards or len(kept.rows) < months:
+        kept = _local.scratch = _Scratch(max(months, BLOCK_CELLS // cards), cards)
+    return kept.first(months)
 
 
 def _fill_pools(knobs: _Knobs, seeds: np.ndarray, true: np.ndarray, measured: np.ndarray,
