@@ -289,3 +289,30 @@ def test_below_is_exactly_the_uniform_comparison(chance):
     edges = [limit - 1, limit, limit + 1, limit - 2048, 0, 2**64 - 1]
     h = np.concatenate([h, np.array([e for e in edges if 0 <= e < 2**64], dtype=np.uint64)])
     assert np.array_equal(below(h, chance), to_unit(h.copy()) < chance)
+
+
+# --- the rest of the fleet wing follows the same rules ---------------------------------------
+
+def test_the_other_fleet_functions_take_numpy_numbers_and_refuse_bools():
+    from schedatrix.fleet.card_trace import card_trace, window_averages
+    from schedatrix.fleet.cover import mixed_pool
+    from schedatrix.fleet.policies import below_median, consecutive, worst_first
+
+    trace = card_trace(np.float32(7_000), hours=np.int64(48), degrade_at=np.uint16(10),
+                       degraded_tok_s=Decimal(3_000))
+    assert trace.true_tok_s[:10].tolist() == [float(np.float32(7_000))] * 10
+    assert window_averages(trace.hourly_tok_s, np.int32(24)).shape == (2,)
+    assert consecutive(k=np.int64(2), share=np.float32(0.25)) == consecutive(2, 0.25)
+    assert below_median(np.float32(0.25), np.int8(1)).margin == 1
+    assert worst_first(Fraction(1, 10)).share == 0.1
+    assert mixed_pool({"flagship": np.int64(3), "bargain": np.uint8(2)}).n == 5
+    for call, words in [
+        (lambda: card_trace(7_000, hours=True), "hours must be a whole number >= 1, got True"),
+        (lambda: card_trace(7_000, hours=24.0), "got 24.0 (float)"),
+        (lambda: card_trace(True), "true_tok_s must be a finite number > 0, got True (bool)"),
+        (lambda: consecutive(k=True), "k must be a whole number >= 1, got True (bool)"),
+        (lambda: below_median(gap="0.2"), "gap must be a fraction in [0, 1), got '0.2' (str)"),
+        (lambda: worst_first(np.True_), "share must be a fraction in [0, 1), got np.True_"),
+        (lambda: mixed_pool({"flagship": True}), "counts['flagship'] must be a whole number"),
+    ]:
+        assert words in _error(call)

@@ -118,6 +118,7 @@ class _Scratch:
         self.key = np.empty(shape, dtype=np.int64)
         self.mask = np.empty(shape, dtype=bool)
         self.caught = np.empty(shape, dtype=bool)
+        self.unsure = np.empty((months, max(0, cards - 1)), dtype=bool)
         self.cards = np.arange(cards)
         self.offsets = (np.arange(months) * cards)[:, None]
         self.rows = np.arange(months)
@@ -213,7 +214,9 @@ def _sort_by_measured(measured: np.ndarray, true: np.ndarray, k: int,
     np.take(true.reshape(-1), key, out=true_out)
     if n < 2:
         return
-    unsure = np.less_equal(measured_out[:, 1:], measured_out[:, :-1], out=scratch.mask[:, 1:])
+    unsure = np.less_equal(measured_out[:, 1:], measured_out[:, :-1], out=scratch.unsure)
+    if not unsure.any():
+        return
     for row in np.flatnonzero(unsure.any(axis=1)):
         rates = measured[row]
         order = np.lexsort((np.arange(n), rates))
