@@ -120,7 +120,7 @@ class _Scratch:
         self.caught = np.empty(shape, dtype=bool)
         self.unsure = np.empty((months, max(0, cards - 1)), dtype=bool)
         self.cards = np.arange(cards)
-        self.offsets = (np.arange(months) * cards)[:, None]
+        self.positions = np.arange(months * cards).reshape(shape)  # flat, within the block
         self.rows = np.arange(months)
 
     def first(self, months: int) -> _Scratch:
@@ -196,20 +196,19 @@ def _sort_by_measured(measured: np.ndarray, true: np.ndarray, k: int,
     first (ties: lower index first), as the reference orders them.
 
     Measured rates are positive, so their bit patterns sort like them: one integer sort of
-    the bits, with the card's index in the lowest bits, does the work. A row whose rates
-    do not come out strictly increasing (a tie, or two rates so close that those low bits
-    decided) is redone exactly, so every row is the reference's.
+    the bits, with the card's flat position in the block in the lowest bits (15 of the 52
+    bits of the mantissa for a block of 32,768), does the work. A row whose rates do not
+    come out strictly increasing (a tie, or two rates so close that those low bits decided)
+    is redone exactly, so every row is the reference's.
     """
     months, n = measured.shape
     if scratch is None:
         scratch = _Scratch(months, n)
-    bits = max(1, (n - 1).bit_length())
-    low = (1 << bits) - 1
+    low = (1 << max(1, (months * n - 1).bit_length())) - 1
     key = np.bitwise_and(measured.view(np.int64), ~low, out=scratch.key)
-    key |= scratch.cards
+    key |= scratch.positions
     key.sort(axis=1)
-    key &= low
-    key += scratch.offsets  # flat positions
+    key &= low  # each row's flat positions, in order
     np.take(measured.reshape(-1), key, out=measured_out)
     np.take(true.reshape(-1), key, out=true_out)
     if n < 2:
