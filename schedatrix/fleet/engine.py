@@ -321,18 +321,21 @@ def simulate_many(plan: Plan, months: int, seed: int | None = None, *,
     seeds = np.arange(months, dtype=np.uint64) + np.uint64(start)
     out = {name: np.empty(months, dtype=np.int64) for name in ("warm", "wrong", "ideal_cards")}
     out.update({name: np.empty(months) for name in ("median", "run_true", "ideal_true")})
-    block = max(1, BLOCK_CELLS // plan.cards)
-    starts = range(0, months, block)
+    # Blocks of at most BLOCK_CELLS cards, as many for each worker, of equal size (to a month).
+    count = -(-months // max(1, BLOCK_CELLS // plan.cards))
+    count = min(months, -(-count // workers) * workers)
+    bounds = [i * months // count for i in range(count + 1)]
 
-    def run(lo: int) -> None:
-        _run_block(knobs, seeds[lo:lo + block], out, lo)
+    def run(i: int) -> None:
+        lo, hi = bounds[i], bounds[i + 1]
+        _run_block(knobs, seeds[lo:hi], out, lo)
 
-    workers = min(workers, len(starts))
+    workers = min(workers, count)
     if workers == 1:
-        for lo in starts:
-            run(lo)
+        for i in range(count):
+            run(i)
     else:
-        for _ in _executor(workers).map(run, starts):
+        for _ in _executor(workers).map(run, range(count)):
             pass
     rent = knobs.cls.rent_per_month
     figures = month_figures(rent, plan.demand_tok_s, out["warm"], np.full(months, knobs.evicted),
