@@ -68,19 +68,19 @@ def test_row_sorts_break_ties_by_lower_index_like_the_reference():
                        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]])
     true = values * 10 + np.arange(6)  # tells the cards apart
     for k in range(6):
-        got_measured, got_true = np.empty_like(values), np.empty_like(values)
-        _sort_by_measured(values, true, k, got_measured, got_true)
+        got_measured, got_true = np.empty_like(values.T), np.empty_like(values.T)
+        _sort_by_measured(values, true, k, got_measured, got_true)  # card-major: (rank, month)
         for row in range(len(values)):
             ref = sorted(range(6), key=lambda i: (values[row][i], i))
             survivors_best_first = sorted(ref[k:], key=lambda i: (-values[row][i], i))
             want = ref[:k] + survivors_best_first[::-1]  # the engine reads survivors backwards
-            assert got_measured[row].tolist() == [values[row][i] for i in want]
-            assert got_true[row].tolist() == [true[row][i] for i in want]
+            assert got_measured[:, row].tolist() == [values[row][i] for i in want]
+            assert got_true[:, row].tolist() == [true[row][i] for i in want]
 
 
 def test_engine_equals_reference_on_large_pools_and_any_worker_count():
-    # Beyond 64 cards the running sums take numpy's row-wise path; blocks then hold few
-    # months, so a few hundred months cross many block and thread boundaries.
+    # Beyond 128 cards the running sums take numpy's cumsum; blocks then hold few months, so
+    # a few hundred months cross many block and thread boundaries.
     plan = sx.Plan(cards=700, evict_share=0.35, window="hour", card_class="bargain")
     assert_same(plan, months=3, start=77)
     one = sx.simulate_many(plan, 300, 5, workers=1).as_dict()

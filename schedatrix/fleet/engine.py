@@ -10,12 +10,13 @@ Months run in blocks of about ``BLOCK_CELLS`` cards (a block's arrays stay in a 
 spread over worker threads (numpy releases the GIL in its kernels). A block's figures depend
 only on its own months, never on which thread ran it or how many there were: same seed, same
 month, on every machine. Memory: the result's arrays (about 200 bytes a month) plus about
-``BLOCK_CELLS`` x 100 bytes (3.3 MB) of scratch per thread, whatever the card count.
+``BLOCK_CELLS`` x 115 bytes (3.8 MB) of scratch per thread, whatever the card count.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -34,14 +35,14 @@ from .window import dip_chance, dip_cost, error_bound
 
 __all__ = ["Months", "draw_pools", "simulate_many", "BLOCK_CELLS", "MAX_WORKERS"]
 
-#: Months x cards in one block of work (32,768 cells: about 3 MB of scratch).
+#: Months x cards in one block of work (32,768 cells: about 3.8 MB of scratch).
 BLOCK_CELLS = 1 << 15
 #: The most worker threads ``simulate_many`` starts by default (it uses the cores it may run on,
-#: up to this many), which bounds its scratch memory at MAX_WORKERS x 3.3 MB.
+#: up to this many), which bounds its scratch memory at MAX_WORKERS x 3.8 MB.
 MAX_WORKERS = 8
-#: Up to this many cards, running sums go column by column over the whole block (numpy's
-#: row-wise cumsum pays a fixed cost per row that dominates short rows); beyond it, row-wise.
-_COLUMN_SUMS_MAX_CARDS = 64
+#: Up to this many cards, running sums go rank by rank over all the block's months at once
+#: (numpy's cumsum along a short axis pays a fixed cost per month); beyond it, numpy's cumsum.
+_RANK_LOOP_MAX_CARDS = 128
 _STREAMS = ("ticket", "misread", "dip")
 
 
@@ -109,32 +110,39 @@ class _Scratch:
     fresh arrays of this size cost more in page faults than the arithmetic done in them."""
 
     def __init__(self, months: int, cards: int) -> None:
-        shape = (months, cards)
+        shape, ranks = (months, cards), (cards, months)
         self.hash = np.empty((len(_STREAMS), *shape), dtype=np.uint64)
         self.tmp = np.empty_like(self.hash)
+        self.true = np.empty(shape)
         self.measured = np.empty(shape)
-        # sums[0]: measured in eviction order; [1]: true in that order; [2]: true, ascending.
-        self.sums = np.empty((3, *shape))
         self.key = np.empty(shape, dtype=np.int64)
-        self.mask = np.empty(shape, dtype=bool)
+        self.gathered = np.empty(shape)
         self.caught = np.empty(shape, dtype=bool)
-        self.unsure = np.empty((months, max(0, cards - 1)), dtype=bool)
+        self.bad = np.empty(shape, dtype=bool)
+        # Card-major (rank, month) arrays: by_rank[0] measured in eviction order, [1] true in
+        # that order, [2] true ascending. Sums and counts then run over whole rows of months.
+        self.by_rank = np.empty((3, *ranks))
+        self.mask = np.empty(ranks, dtype=bool)
         self.cards = np.arange(cards)
         self.positions = np.arange(months * cards).reshape(shape)  # flat, within the block
         self.rows = np.arange(months)
 
+    #: Which axis of each array counts months (0 where not listed; ``cards`` has none).
+    _MONTHS_AXIS = {"hash": 1, "tmp": 1, "mask": 1, "by_rank": 2}
+
     def first(self, months: int) -> _Scratch:
-        """The same arrays cut to the first ``months`` rows (a block's last, shorter part)."""
+        """The same memory as arrays for ``months`` months (fewer than it was made for): each
+        a contiguous front part of its array, shaped for the fewer months."""
         if months == len(self.rows):
             return self
         cut = object.__new__(_Scratch)
         for name, arr in vars(self).items():
             if name == "cards":
                 cut.cards = arr
-            elif arr.ndim == 3:
-                setattr(cut, name, arr[:, :months])
-            else:
-                setattr(cut, name, arr[:months])
+                continue
+            shape = list(arr.shape)
+            shape[self._MONTHS_AXIS.get(name, 0)] = months
+            setattr(cut, name, arr.reshape(-1)[:math.prod(shape)].reshape(shape))
         return cut
 
 
@@ -161,7 +169,7 @@ def _fill_pools(knobs: _Knobs, seeds: np.ndarray, true: np.ndarray, measured: np
     caught = below(h[2], knobs.dip_chance, out=scratch.caught)  # the window held a blip
     # The ticket: the class's quantile function, step by step as CardClass.true_share does.
     u = to_unit(h[0], out=true)
-    bad = np.less(u, cls.bad_chance, out=scratch.mask)
+    bad = np.less(u, cls.bad_chance, out=scratch.bad)
     true -= cls.bad_chance
     true /= 1 - cls.bad_chance
     true *= cls.good_high - cls.good_low
@@ -190,16 +198,17 @@ def draw_pools(plan: Plan, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _sort_by_measured(measured: np.ndarray, true: np.ndarray, k: int,
                       measured_out: np.ndarray, true_out: np.ndarray,
                       scratch: _Scratch | None = None) -> None:
-    """Row-wise, the cards in eviction order: ``measured_out`` and ``true_out`` get each
-    row's measured and true rates with the k evicted cards first (worst first, ties: lower
-    index first), then the survivors so that read from the last column back they go best
-    first (ties: lower index first), as the reference orders them.
+    """Each month's cards in eviction order, card-major: ``measured_out[j, m]`` and
+    ``true_out[j, m]`` are the measured and true rates of month ``m``'s card of rank ``j``,
+    the k evicted cards first (worst first, ties: lower index first), then the survivors so
+    that read from the last rank back they go best first (ties: lower index first), as the
+    reference orders them. ``measured`` and ``true`` are (months, cards).
 
     Measured rates are positive, so their bit patterns sort like them: one integer sort of
     the bits, with the card's flat position in the block in the lowest bits (15 of the 52
-    bits of the mantissa for a block of 32,768), does the work. A row whose rates do not
+    bits of the mantissa for a block of 32,768), does the work. A month whose rates do not
     come out strictly increasing (a tie, or two rates so close that those low bits decided)
-    is redone exactly, so every row is the reference's.
+    is redone exactly, so every month is the reference's.
     """
     months, n = measured.shape
     if scratch is None:
@@ -208,52 +217,57 @@ def _sort_by_measured(measured: np.ndarray, true: np.ndarray, k: int,
     key = np.bitwise_and(measured.view(np.int64), ~low, out=scratch.key)
     key |= scratch.positions
     key.sort(axis=1)
-    key &= low  # each row's flat positions, in order
-    np.take(measured.reshape(-1), key, out=measured_out)
-    np.take(true.reshape(-1), key, out=true_out)
+    key &= low  # each month's flat positions, in order
+    # Gather month by month (reads stay near each other), then turn card-major. mode="clip":
+    # every position is valid, and numpy's default mode buffers the output.
+    for rates, rates_out in ((measured, measured_out), (true, true_out)):
+        np.take(rates.reshape(-1), key, out=scratch.gathered, mode="clip")
+        np.copyto(rates_out, scratch.gathered.T)
     if n < 2:
         return
-    unsure = np.less_equal(measured_out[:, 1:], measured_out[:, :-1], out=scratch.unsure)
+    unsure = np.less_equal(measured_out[1:], measured_out[:-1], out=scratch.mask[1:])
     if not unsure.any():
         return
-    for row in np.flatnonzero(unsure.any(axis=1)):
-        rates = measured[row]
-        order = np.lexsort((np.arange(n), rates))
-        survivors = order[k:]
-        order[k:] = survivors[np.lexsort((-survivors, rates[survivors]))]
-        measured_out[row] = rates[order]
-        true_out[row] = true[row, order]
+    for month in np.flatnonzero(unsure.any(axis=0)):
+        rates = measured[month]
+        ranked = np.lexsort((np.arange(n), rates))
+        survivors = ranked[k:]
+        ranked[k:] = survivors[np.lexsort((-survivors, rates[survivors]))]
+        measured_out[:, month] = rates[ranked]
+        true_out[:, month] = true[month, ranked]
 
 
-def _suffix_sums(sums: np.ndarray, k: int) -> None:
-    """In place, running sums from the last column back: rows 0 and 1 of ``sums`` (3, months,
-    cards) down to column ``k``, row 2 down to column 0. Each is the reference's left-to-right
-    ``total += rate`` over the cards best first, so the sums agree to the last bit."""
-    n = sums.shape[2]
-    if n <= _COLUMN_SUMS_MAX_CARDS:
+def _suffix_sums(by_rank: np.ndarray, k: int) -> None:
+    """In place, running sums from the last rank back: ``by_rank[0]`` and ``[1]`` (each
+    (cards, months)) down to rank ``k``, ``[2]`` down to rank 0. Each is the reference's
+    left-to-right ``total += rate`` over the cards best first, so the sums agree to the last
+    bit. Up to 128 cards one addition per rank does all months at once; beyond, numpy's
+    cumsum down the ranks (blocks then hold few months)."""
+    n = by_rank.shape[1]
+    if n <= _RANK_LOOP_MAX_CARDS:
         for j in range(n - 2, -1, -1):
-            part = sums if j >= k else sums[2]
-            np.add(part[..., j], part[..., j + 1], out=part[..., j])
+            part = by_rank[:, j:j + 2] if j >= k else by_rank[2, j:j + 2]
+            np.add(part[..., 0, :], part[..., 1, :], out=part[..., 0, :])
     else:
-        for part in (sums[:2, :, k:], sums[2]):
-            backwards = part[..., ::-1]
-            np.cumsum(backwards, axis=-1, out=backwards)
+        for part in (by_rank[:2, k:], by_rank[2]):
+            backwards = part[..., ::-1, :]
+            np.cumsum(backwards, axis=-2, out=backwards)
 
 
 def _run_block(knobs: _Knobs, seeds: np.ndarray, out: dict[str, np.ndarray], lo: int) -> None:
     """Months ``lo .. lo + len(seeds) - 1``: their counts and capacities into ``out``."""
     months, n, k = seeds.size, knobs.cards, knobs.evicted
     scratch = _scratch(months, n)
-    measured, sums, mask = scratch.measured, scratch.sums, scratch.mask
-    _fill_pools(knobs, seeds, sums[2], measured, scratch)
-    _sort_by_measured(measured, sums[2], k, sums[0], sums[1], scratch)
-    true_up = sums[2]
-    true_up.view(np.int64).sort(axis=1)  # positive floats sort like their bits
-    median = true_up[:, n // 2] + true_up[:, (n - 1) // 2]
+    true, by_rank, mask, rows = scratch.true, scratch.by_rank, scratch.mask, scratch.rows
+    _fill_pools(knobs, seeds, true, scratch.measured, scratch)
+    _sort_by_measured(scratch.measured, true, k, by_rank[0], by_rank[1], scratch)
+    true.view(np.int64).sort(axis=1)  # positive floats sort like their bits
+    median = true[:, n // 2] + true[:, (n - 1) // 2]
     median /= 2
-    wrong = np.count_nonzero(
-        np.greater_equal(sums[1][:, :k], median[:, None], out=mask[:, :k]), axis=1)
-    _suffix_sums(sums, k)
+    true_up = by_rank[2]
+    np.copyto(true_up, true.T)
+    wrong = np.count_nonzero(np.greater_equal(by_rank[1][:k], median, out=mask[:k]), axis=0)
+    _suffix_sums(by_rank, k)
     target = knobs.target_tok_s
     # Run set: the shortest best-measured prefix of the survivors covering the target.
     # Rates are positive, so running sums never fall: the prefixes short of the target are
@@ -261,18 +275,30 @@ def _run_block(knobs: _Knobs, seeds: np.ndarray, out: dict[str, np.ndarray], lo:
     if knobs.jumpy:
         warm = np.full(months, n - k)
     else:
-        short = np.count_nonzero(np.less(sums[0][:, k:], target, out=mask[:, k:]), axis=1)
+        short = np.count_nonzero(np.less(by_rank[0][k:], target, out=mask[k:]), axis=0)
         warm = np.minimum(short + 1, n - k)
     # The ideal operator: all cards best true first, same target, nobody evicted.
-    short = np.count_nonzero(np.less(true_up, target, out=mask), axis=1)
+    short = np.count_nonzero(np.less(true_up, target, out=mask), axis=0)
     ideal = np.minimum(short + 1, n)
     hi = lo + months
     out["warm"][lo:hi] = warm
     out["wrong"][lo:hi] = wrong
     out["median"][lo:hi] = median
-    out["run_true"][lo:hi] = sums[1][scratch.rows, n - warm]
+    out["run_true"][lo:hi] = by_rank[1][n - warm, rows]
     out["ideal_cards"][lo:hi] = ideal
-    out["ideal_true"][lo:hi] = true_up[scratch.rows, n - ideal]
+    out["ideal_true"][lo:hi] = true_up[n - ideal, rows]
+
+
+def _block_bounds(months: int, most: int, workers: int) -> list[int]:
+    """Where the blocks start (and the last ends): blocks of at most ``most`` months, as many
+    for each worker, of equal size to a month. No block is a multiple of 64 months long: the
+    card-major arrays' rows would then lie a multiple of 512 bytes apart and share cache sets,
+    which made the running sums up to three times slower."""
+    count = -(-months // most)
+    count = min(months, -(-count // workers) * workers)
+    while count < months and (months // count % 64 == 0 or -(-months // count) % 64 == 0):
+        count = min(months, count + workers)
+    return [i * months // count for i in range(count + 1)]
 
 
 def _default_workers() -> int:
@@ -321,10 +347,8 @@ def simulate_many(plan: Plan, months: int, seed: int | None = None, *,
     seeds = np.arange(months, dtype=np.uint64) + np.uint64(start)
     out = {name: np.empty(months, dtype=np.int64) for name in ("warm", "wrong", "ideal_cards")}
     out.update({name: np.empty(months) for name in ("median", "run_true", "ideal_true")})
-    # Blocks of at most BLOCK_CELLS cards, as many for each worker, of equal size (to a month).
-    count = -(-months // max(1, BLOCK_CELLS // plan.cards))
-    count = min(months, -(-count // workers) * workers)
-    bounds = [i * months // count for i in range(count + 1)]
+    bounds = _block_bounds(months, max(1, BLOCK_CELLS // plan.cards), workers)
+    count = len(bounds) - 1
 
     def run(i: int) -> None:
         lo, hi = bounds[i], bounds[i + 1]

@@ -46,7 +46,7 @@ class CheckOdds:
 
 #: The most bytes of results ``check_odds`` holds at once: it runs the months in chunks that
 #: fit (about 250 bytes a month, so 65,536 months a chunk), whatever the card count; with the
-#: engine's scratch (at most ``MAX_WORKERS`` x 3 MB) the whole run stays under ODDS_MEMORY_CAP.
+#: engine's scratch (at most ``MAX_WORKERS`` x 3.8 MB) the whole run stays under ODDS_MEMORY_CAP.
 ODDS_CHUNK_BYTES = 16 * 2**20
 _BYTES_PER_MONTH = 256
 #: What check_odds' arrays add up to at most, whatever the knobs (the tests measure it).
