@@ -183,7 +183,11 @@ def _fill_pools(knobs: _Knobs, seeds: np.ndarray, true: np.ndarray, measured: np
     m *= knobs.bound
     m += 1
     m *= true
-    np.multiply(m, knobs.dip_factor, out=m, where=caught)
+    # x 1.0 leaves a reading as it is: one plain multiplication beats a masked one 4 to 1.
+    factor = scratch.gathered  # free until the gather
+    factor.fill(1.0)
+    np.copyto(factor, knobs.dip_factor, where=caught)
+    m *= factor
 
 
 def draw_pools(plan: Plan, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
