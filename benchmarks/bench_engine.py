@@ -101,7 +101,9 @@ def main() -> None:
               f"{months / min(cpus):>14,.0f}")
     ref_best, eng_best = min(runs["reference"][0]), min(runs["engine"][0])
     eng_median = statistics.median(runs["engine"][0])
-    print(f"engine / reference speed-up: {ref_best / eng_best:,.0f}x (best against best)")
+    ref_cpu, eng_cpu = min(runs["reference"][1]), min(runs["engine"][1])
+    print(f"engine / reference speed-up: {ref_best / eng_best:,.0f}x (best wall time against "
+          f"best), {ref_cpu / eng_cpu:,.0f}x per CPU-second")
     print("cores used: CPU time over wall time (other work on the machine lowers it); "
           "months/CPU-s: months per second of CPU time, the work per core whatever the load")
     rate = months / eng_best
