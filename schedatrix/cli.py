@@ -225,9 +225,10 @@ def _extensions():
     from .classroom.release import add_release_parser
     from .course.drills import add_drills_parser
     from .course.serve import add_serve_parser
+    from .serving.cli import add_serving_parser
 
-    return [add_audit_parser, add_serve_parser, add_drills_parser, add_release_parser,
-            add_grade_parser]
+    return [add_audit_parser, add_serving_parser, add_serve_parser, add_drills_parser,
+            add_release_parser, add_grade_parser]
 
 
 def main(argv: list[str] | None = None) -> int:
