@@ -2,15 +2,16 @@
 
 Month ``i`` of ``simulate_many(plan, months, seed)`` is the plan with seed ``seed + i``, and its
 figures equal ``schedatrix.simulate(plan.with_knobs(seed=seed + i))`` (the tests check it).
-Each step is the reference's step done on a (months, cards) array: sorts become row-wise
-sorts, prefix scans become running sums taken in the reference's order, so every figure
-agrees with the reference to the last bit.
+Each step is the reference's step done on arrays: the draws on (months, cards), sorts row by
+row, then running sums down (rank, month) arrays in the reference's order, so every figure
+agrees with the reference to the last bit. docs/DESIGN.md says what each step does for speed.
 
-Months run in blocks of about ``BLOCK_CELLS`` cards (a block's arrays stay in a core's cache)
-spread over worker threads (numpy releases the GIL in its kernels). A block's figures depend
-only on its own months, never on which thread ran it or how many there were: same seed, same
-month, on every machine. Memory: the result's arrays (about 200 bytes a month) plus about
-``BLOCK_CELLS`` x 115 bytes (3.8 MB) of scratch per thread, whatever the card count.
+Months run in blocks of about ``BLOCK_CELLS`` cards (a block's work arrays, kept and reused,
+fit the processor's cache) spread over worker threads (numpy releases the GIL in its
+kernels). A block's figures depend only on its own months, never on which thread ran it or
+how many there were: same seed, same month, on every machine. Memory: the result's arrays
+(about 250 bytes a month) plus ``BLOCK_CELLS`` x 115 bytes (3.8 MB) of scratch per thread,
+whatever the card count.
 """
 
 from __future__ import annotations
