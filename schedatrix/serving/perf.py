@@ -64,6 +64,15 @@ class PerformanceModel(Protocol):
 
     def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float: ...
 
+    def cross_node_send_s(self, tokens: int) -> float:
+        """Seconds an iteration of ``tokens`` tokens spends sending activations between
+        pipeline stages on different nodes (what a slow link stretches)."""
+        if not self.cross_node_sends or tokens <= 0:
+            return 0.0
+        act = tokens * self.model.hidden * BYTES_PER_PARAM
+        return self.cross_node_sends * float(send_s(self.eff, self.gpu, 2 * act,
+                                                    self.inter_node_gb_s))
+
     def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int: ...
 
 
