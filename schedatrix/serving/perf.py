@@ -64,15 +64,6 @@ class PerformanceModel(Protocol):
 
     def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float: ...
 
-    def cross_node_send_s(self, tokens: int) -> float:
-        """Seconds an iteration of ``tokens`` tokens spends sending activations between
-        pipeline stages on different nodes (what a slow link stretches)."""
-        if not self.cross_node_sends or tokens <= 0:
-            return 0.0
-        act = tokens * self.model.hidden * BYTES_PER_PARAM
-        return self.cross_node_sends * float(send_s(self.eff, self.gpu, 2 * act,
-                                                    self.inter_node_gb_s))
-
     def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int: ...
 
 
@@ -188,6 +179,15 @@ class PerfModel:
         nbytes = tokens * self.kv_bytes_per_token_per_gpu
         return float(send_s(self.eff, self.gpu, nbytes,
                             None if same_node else self.inter_node_gb_s))
+
+    def cross_node_send_s(self, tokens: int) -> float:
+        """Seconds an iteration of ``tokens`` tokens spends sending activations between
+        pipeline stages on different nodes (what a slow link stretches)."""
+        if not self.cross_node_sends or tokens <= 0:
+            return 0.0
+        act = tokens * self.model.hidden * BYTES_PER_PARAM
+        return self.cross_node_sends * float(send_s(self.eff, self.gpu, 2 * act,
+                                                    self.inter_node_gb_s))
 
     def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int:
         """Tokens of KV cache the replica holds: per GPU, (memory x ``usable_share`` - weights -
