@@ -138,6 +138,7 @@ class Cluster:
         self.noticed = [False] * nr
         self.draining = [False] * nr
         self.drain_down: list = [None] * nr
+        self.drain_entry: dict = {}
         self.gone = [False] * nr
         self.notice_at = [0.0] * nr
         self.epoch = [0] * nr            # crashes so far: a KV move from an older epoch is lost
@@ -404,20 +405,29 @@ class Cluster:
         kind = what[0]
         if kind == "start":
             f = what[1]
-            self.fault_log.append({"fault": f.text(), "at_s": f.at_s})
+            entry = {"fault": f.text(), "kind": f.kind, "at_s": f.at_s, "until_s": None,
+                     "replicas": []}
+            self.fault_log.append(entry)
             if f.kind == "worker":
-                self.crash(f.target, t, f.down_s)
+                entry["replicas"] = [f.target]
+                entry["until_s"] = self.crash(f.target, t, f.down_s)
             elif f.kind == "node":
                 for r, plan in enumerate(self.layout.replicas):
                     if f.target in plan.nodes:
-                        self.crash(r, t, f.down_s)
+                        entry["replicas"].append(r)
+                        entry["until_s"] = self.crash(r, t, f.down_s)
             elif f.kind == "link":
+                entry["until_s"] = t + f.down_s
+                entry["replicas"] = [r for r, plan in enumerate(self.layout.replicas)
+                                     if f.target in plan.nodes]
                 self.link[f.target] = (t + f.down_s, f.slowdown)
                 self.push(t + f.down_s, FAULT, ("link-up", f.target, t + f.down_s))
                 self.relink(t)
             else:
+                entry["replicas"] = [f.target]
                 self.draining[f.target] = True
                 self.drain_down[f.target] = f.down_s
+                self.drain_entry[f.target] = entry
                 self.emptied(f.target, t)
         elif kind == "notice":
             r, epoch = what[1], what[2]
@@ -443,8 +453,9 @@ class Cluster:
                 for e in self.engines[r]:
                     e.cut(t, force=True)
 
-    def crash(self, r: int, t: float, down_s: float) -> None:
-        """Replica r crashes: everything on it is lost and retried once the crash is noticed."""
+    def crash(self, r: int, t: float, down_s: float) -> float:
+        """Replica r crashes: everything on it is lost and retried once the crash is noticed.
+        Returns when it is back."""
         self.up[r] = False
         self.epoch[r] += 1
         self.notice_at[r] = t + self.policy.resilience.health_check_s
@@ -454,19 +465,27 @@ class Cluster:
         for i in lost:
             self.lost(i, t, r)
         self.push(self.notice_at[r], FAULT, ("notice", r, self.epoch[r]))
-        self.push(t + down_s + self.load_s, FAULT, ("back", r))
+        back = t + down_s + self.load_s
+        self.push(back, FAULT, ("back", r))
+        return back
 
     def leave(self, r: int, t: float) -> None:
         """A drained replica leaves: for good, or to restart."""
         self.draining[r] = False
         down = self.drain_down[r]
+        entry = self.drain_entry.pop(r, None)
+        if entry is not None:
+            entry["left_s"] = t
         if down is None:
             self.gone[r] = True
             return
         self.up[r] = False
         self.noticed[r] = True
         self.epoch[r] += 1
-        self.push(t + down + self.load_s, FAULT, ("back", r))
+        back = t + down + self.load_s
+        if entry is not None:
+            entry["until_s"] = back
+        self.push(back, FAULT, ("back", r))
 
     # -- the record --------------------------------------------------------------------------
     def record(self) -> Run:
