@@ -50,10 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from .accept import FaultCriteria
 from .acceptance import Criteria
 from .arrivals import Burst
 from .catalog import MODELS
-from .deployment import DESIGN_KNOBS, Design, design_from_dict
+from .deployment import DESIGN_KNOBS, Design, build, design_from_dict
+from .faults import Resilience, check_faults, parse_fault
 from .lengths import PairedLengths
 from .load import Load, Tenant, generate
 from .numbers import check_int, check_real
@@ -81,7 +83,8 @@ def source_is_file(where: str) -> bool:
     return bool(where)
 
 
-_TOP_KEYS = {"load", "classes", "defaults", "designs", "acceptance", "compare", "simulator"}
+_TOP_KEYS = {"load", "classes", "defaults", "designs", "acceptance", "compare", "simulator",
+             "faults", "resilience"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class Scenario:
     baseline: bool = True
     implementation: str = "fast"
     source: str = ""
+    faults: tuple = ()
+    resilience: Resilience = field(default_factory=Resilience)
+    fault_criteria: FaultCriteria = field(default_factory=FaultCriteria)
 
     def make_requests(self) -> Callable[[int], Requests]:
         """seed -> the load's requests (a replayed trace is read once)."""
@@ -182,14 +188,40 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
         dup = sorted({n for n in names if names.count(n) > 1})
         raise InputError(f"{where}two designs share the name {dup[0]!r}; give each a name")
     acc = _table(data, "acceptance", where)
-    _unknown(acc, {"runs", "seed", "attainment", "spare", "kv_spare"}, f"{where}[acceptance] ")
+    fault_keys = {"max_recovery_s", "fault_attainment", "recovery_window_s",
+                  "recovery_tolerance", "recovery_hold"}
+    _unknown(acc, {"runs", "seed", "attainment", "spare", "kv_spare"} | fault_keys,
+             f"{where}[acceptance] ")
     try:
         criteria = Criteria(**{k: acc[k] for k in ("attainment", "spare", "kv_spare")
                                if k in acc})
         runs = check_int("runs", acc.get("runs", 1), 1, 10_000)
         seed = check_int("seed", acc.get("seed", 0), 0, 2**63 - 1)
+        fault_criteria = FaultCriteria(
+            acc.get("max_recovery_s"), acc.get("fault_attainment"),
+            acc.get("recovery_window_s", 10.0), acc.get("recovery_tolerance", 0.25),
+            check_int("recovery_hold", acc.get("recovery_hold", 3), 1, 1000))
     except InputError as e:
         raise InputError(f"{where}[acceptance] {e}") from None
+    faults_t = _table(data, "faults", where)
+    _unknown(faults_t, {"schedule"}, f"{where}[faults] ")
+    schedule = faults_t.get("schedule", [])
+    if not isinstance(schedule, list) or not all(isinstance(x, str) for x in schedule):
+        raise InputError(f"{where}[faults] schedule must be a list of strings like "
+                         f"\"worker:0@60+30\"")
+    faults = tuple(parse_fault(x) for x in schedule)
+    res_t = _table(data, "resilience", where)
+    _unknown(res_t, {"health_check_s", "retry_budget", "backoff_s", "weight_load_gb_s"},
+             f"{where}[resilience] ")
+    try:
+        resilience = Resilience(**res_t)
+    except InputError as e:
+        raise InputError(f"{where}[resilience] {e}") from None
+    for d in designs:
+        try:
+            check_faults(faults, build(d).layout)
+        except InputError as e:
+            raise InputError(f"{where}design {d.name!r}: {e}") from None
     cmp_t = _table(data, "compare", where)
     _unknown(cmp_t, {"models", "baseline"}, f"{where}[compare] ")
     models = cmp_t.get("models", [])
@@ -206,7 +238,7 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
         raise InputError(f"{where}[simulator] implementation must be one of "
                          f"{', '.join(IMPLEMENTATIONS)}, got {impl!r}")
     return Scenario(load, requests, duration, designs, runs, seed, criteria, tuple(models),
-                    baseline, impl, source)
+                    baseline, impl, source, faults, resilience, fault_criteria)
 
 
 def _classes(tables: list[dict], where: str):
