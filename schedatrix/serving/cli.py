@@ -135,6 +135,27 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
     _add_scenario_flags(p)
     p.set_defaults(func=_cmd_accept, out_default="accept-report")
+    p = sub.add_parser("isolation", help="the noisy neighbour: one tenant bursts; each "
+                                         "tenant's figures without and with isolation",
+                       description="Two tenants share a design; one bursts to --burst times "
+                                   "its rate. Each tenant's p95 TTFT and goodput, without and "
+                                   "with the isolation features (priority, a token bucket on "
+                                   "the noisy tenant, shedding by estimated TTFT).")
+    g = p.add_argument_group("the design")
+    g.add_argument("--model", choices=sorted(MODELS), default="llama-3.1-8b")
+    g.add_argument("--gpu", choices=sorted(GPUS), default="a100-80gb")
+    g.add_argument("--tp", type=_positive(int, "--tp"), default=1)
+    g.add_argument("--replicas", type=_positive(int, "--replicas"), default=2)
+    g = p.add_argument_group("the tenants")
+    g.add_argument("--rate", type=_positive(float, "--rate"), default=3.0,
+                   help="each tenant's usual requests/s (default 3)")
+    g.add_argument("--burst", type=_positive(float, "--burst"), default=5.0,
+                   help="the noisy tenant's rate multiplier during its burst (default 5)")
+    g.add_argument("--runs", type=_positive(int, "--runs"), default=1)
+    g.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_isolation)
     p = sub.add_parser("fit", help="a trace's figures and a synthetic load that reproduces them")
     p.add_argument("trace", metavar="TRACE", help="a request trace")
     p.add_argument("--window", type=_positive(float, "--window"), default=60.0,
@@ -441,4 +462,31 @@ def _cmd_fit(args) -> int:
     print(f"  {'figure':28s} {'trace':>12s} {'synthetic':>12s}")
     for name, a, b in result.rows():
         print(f"  {name:28s} {a:12,.3f} {b:12,.3f}")
+    return 0
+
+
+def _cmd_isolation(args) -> int:
+    from .deployment import Design
+    from .isolation import noisy_neighbour
+    design = Design(model=args.model, gpu=args.gpu, tp=args.tp, replicas=args.replicas)
+    with _progress(2 * args.runs, args) as bar:
+        result = noisy_neighbour(design, args.rate, args.burst, runs=args.runs,
+                                 seed=args.seed, on_run=lambda: bar.update())
+    rows = result.rows()
+    if args.json:
+        clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                 for r in rows]
+        print(json.dumps({"design": design.name, "burst": args.burst, "rate_rps": args.rate,
+                          "tenants": clean, "synthetic": True}, allow_nan=False))
+        return 0
+    print(f"{design.name}: two tenants at {args.rate:g} req/s each; 'noisy' bursts to "
+          f"{args.burst:g}x for two minutes (synthetic load)\n")
+    print(f"  {'tenant':8s} {'':9s} {'TTFT p95':>10s} {'goodput/s':>10s} {'in SLO':>8s} "
+          f"{'rejected':>9s}")
+    for r in rows:
+        for label in ("without", "with"):
+            name = "isolation" if label == "with" else "sharing"
+            print(f"  {r['tenant'] if label == 'without' else '':8s} {name:9s} "
+                  f"{r[label + '_ttft_p95'] * 1000:>8,.0f} ms {r[label + '_goodput_rps']:>10.2f} "
+                  f"{r[label + '_slo_attainment']:>8.1%} {r[label + '_rejected']:>9,.0f}")
     return 0

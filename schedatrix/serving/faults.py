@@ -81,10 +81,12 @@ def parse_fault(text: str) -> Fault:
                          f"(seconds)")
     kind, target, at, down, slow = m.groups()
     try:
-        return Fault(kind, int(target), float(at), None if down is None else float(down),
-                     None if slow is None else float(slow))
+        numbers = (float(at), None if down is None else float(down),
+                   None if slow is None else float(slow))
     except ValueError:
         raise InputError(f"--fault {text!r}: times must be numbers of seconds") from None
+    try:
+        return Fault(kind, int(target), *numbers)
     except InputError as e:
         raise InputError(f"--fault {text!r}: {e}") from None
 
