@@ -30,10 +30,30 @@ replicas = 4
 tp = 2
 replicas = 2
 
+[[designs]]                 # stage 3 knobs, per design (or in [defaults])
+replicas = 4
+router = "prefix"           # round-robin | least-work | power-of-two | session | prefix
+priority_preemption = true  # a higher class preempts lower ones to get in
+preemption = "recompute"    # or "swap" (KV to host memory over PCIe, pcie_gb_s = 25)
+buckets = { batch = [5, 20] }   # token bucket per class: rate_rps, burst
+max_queue = 64              # shed when this many wait (lower classes earlier)
+shed_ttft = true            # shed when the estimated TTFT is beyond the class's SLO
+
 [acceptance]
 runs = 3                    # repeated runs (seeds seed, seed + 1, ...)
 seed = 0
 attainment = 0.95           # share of each class's requests within its SLOs, in every run
+fault_attainment = 0.90     # ... with the faults (schedatrix serving accept)
+max_recovery_s = 60         # every fault's recovery time at most this
+
+[faults]                    # run, accept: worker | node | link | drain (see faults.py)
+schedule = ["worker:0@120+30", "link:1@200+30:4", "drain:2@300+20"]
+
+[resilience]
+health_check_s = 5          # the router notices a crash after this long
+retry_budget = 3
+backoff_s = 0.5             # a retry waits backoff_s x 2^(attempt - 1)
+weight_load_gb_s = 5        # a restarted replica reloads its weights at this rate
 
 [compare]
 models = ["llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b"]   # optional: how the answer moves
