@@ -4,6 +4,7 @@ import pytest
 
 import schedatrix as s
 from schedatrix.course.walkthrough import READOUTS, Walkthrough, next_seed, walkthrough
+from schedatrix.fleet.odds import mattered_vs_noise
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,12 @@ def test_mattered_vs_noise_behind_its_button(app):
     assert app.progress.value == app.progress.max == len(steps) + 1
     assert bytes(app.mattered_image.value).startswith(b"\x89PNG")
     assert app.mattered_image.layout.display == ""
-    assert "knob steps moved the mean bill" in app.mattered_note.value
+    note = app.text_of(app.mattered_note)
+    moved = sum(s.mattered for s in steps)
+    small = sum(s.real and not s.beats_luck for s in steps)
+    assert (f"{moved} moved the mean bill by more than that, {small} by a real amount"
+            in note)
+    assert steps == mattered_vs_noise(app.plan(), 50, 0)  # the library's answer, not a copy
     app.knobs["cards"].value = 17
     assert "moved since the last measurement" in app.mattered_note.value
 

@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from ..errors import InputError
 from ..fleet.explain import money
@@ -38,7 +39,9 @@ COLOURS = {
     "evicted": "#c8443b",
     "median": "#444444",
     "target": "#2f8f5b",
-    "noise": "#d9d9d9",
+    "noise": "#d9d9d9",  # one month's luck
+    "small": "#8fb3d9",  # a real shift smaller than one month's luck
+    "noise_step": "#ffffff",  # a shift the paired months cannot tell from zero
 }
 
 
@@ -145,32 +148,57 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
     return ax
 
 
-def mattered_vs_noise(steps: Sequence, ax: Axes | None = None) -> Axes:
-    """One bar per knob step: how far it moved the mean bill, against the lottery's noise.
+def _abs_interval(interval: tuple[float, float]) -> tuple[float, float]:
+    """The interval of |x| for x in ``interval``."""
+    low, high = interval
+    if low <= 0 <= high:
+        return 0.0, max(-low, high)
+    return min(abs(low), abs(high)), max(abs(low), abs(high))
 
-    ``steps`` is what :func:`schedatrix.fleet.odds.mattered_vs_noise` returns. Bars are |shift| in
-    dollars (darker when the shift beats the noise); the grey band is one standard deviation
-    of the bill over the lottery with no knob turned.
+
+def mattered_vs_noise(steps: Sequence, ax: Axes | None = None) -> Axes:
+    """One bar per knob step: how far it moved the mean bill, against one month's luck.
+
+    ``steps`` is what :func:`schedatrix.fleet.odds.mattered_vs_noise` returns. Bars are
+    |shift| in dollars with the 95% interval of the paired differences as a whisker: dark
+    when the step mattered (real and larger than one month's luck), mid when it is real but
+    smaller than one month's luck, pale when the paired months cannot tell it from zero.
+    The grey band is one month's luck: the standard deviation of the unchanged plan's bill.
     """
     if len(steps) == 0:
         raise InputError("steps must hold at least one knob step, got an empty sequence")
-    ax = _axes(ax, (6.0, 0.32 * len(steps) + 1.0))
+    ax = _axes(ax, (6.0, 0.32 * len(steps) + 1.2))
     labels = [f"{s.knob}: {s.step}" for s in steps]
     shifts = np.array([s.shift for s in steps])
     noise = steps[0].noise
     y = np.arange(len(steps))[::-1]
-    colours = [COLOURS["moving"] if s.mattered else COLOURS["skipped"] for s in steps]
-    ax.axvspan(0, noise, color=COLOURS["noise"], zorder=0, label=f"noise {money(noise)}")
-    ax.barh(y, np.abs(shifts), color=colours, zorder=2)
+    colour = {"mattered": COLOURS["moving"], "noise": COLOURS["noise_step"]}
+    colours = [colour.get(s.label, COLOURS["small"]) for s in steps]
+    ax.axvspan(0, noise, color=COLOURS["noise"], zorder=0)
+    ax.barh(y, np.abs(shifts), color=colours, edgecolor="#8c8c8c", linewidth=0.6, zorder=2)
+    # The whisker: the paired 95% interval of |shift| (clipped at zero).
+    whiskers = [_abs_interval(s.interval) for s in steps]
+    for yy, (low, high) in zip(y, whiskers, strict=True):
+        ax.plot([low, high], [yy, yy], color="black", linewidth=1, zorder=3)
+    top = max(np.abs(shifts).max(), noise, max(high for _, high in whiskers))
     for yy, shift in zip(y, shifts, strict=True):
         sign = "+" if shift >= 0 else "-"
-        ax.text(abs(shift), yy, f" {sign}{money(abs(shift))}", va="center", fontsize=7)
+        ax.text(abs(shift) + 0.01 * top, yy, f" {sign}{money(abs(shift))}", va="center",
+                fontsize=7, zorder=4)
     ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlim(0, max(np.abs(shifts).max(), noise) * 1.3)
+    ax.set_xlim(0, top * 1.3)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.xaxis.set_major_formatter(lambda x, _pos: money(x))
-    ax.set_xlabel("|change of the mean bill|", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel("|change of the mean bill| (paired months)", fontsize=8)
     ax.set_title("Mattered vs noise: one step of each knob", fontsize=10, loc="left")
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    handles = [
+        Patch(color=COLOURS["moving"], label="mattered"),
+        Patch(color=COLOURS["small"], label="real, smaller than one month's luck"),
+        Patch(facecolor=COLOURS["noise_step"], edgecolor="#8c8c8c", label="noise"),
+        Patch(color=COLOURS["noise"], label=f"one month's luck {money(noise)}"),
+    ]
+    ax.legend(handles=handles, loc="lower right", fontsize=7, frameon=True, framealpha=0.9)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 

@@ -15,15 +15,13 @@ import io
 import re
 
 import ipywidgets as widgets
-import numpy as np
 from matplotlib.figure import Figure
 
 from ..fleet.cards import CARD_CLASSES
 from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
-from ..fleet.engine import simulate_many
 from ..fleet.explain import money, pct, rate
 from ..fleet.month import Month, simulate
-from ..fleet.odds import KnobStep, knob_steps
+from ..fleet.odds import KnobStep, knob_steps, mattered_vs_noise
 from ..fleet.plan import Plan
 from ..fleet.presets import PRESETS
 from ..fleet.run_set import SHAPES
@@ -318,30 +316,32 @@ class Walkthrough:
         self.month_image.value = _png(self._fig)
 
     def measure_mattered(self, months: int = _MATTERED_MONTHS) -> list[KnobStep]:
-        """One step of each knob over ``months`` lottery draws (same draws for every step),
-        with the progress bar moving step by step; then the mattered-vs-noise plot."""
+        """One step of each knob over ``months`` lottery draws, each month paired with the
+        unchanged plan's month on the same draw, with the progress bar moving step by step;
+        then the mattered-vs-noise plot."""
         plan = self.plan()
-        steps = knob_steps(plan)
-        self.progress.max = len(steps) + 1
+        self.progress.max = len(knob_steps(plan)) + 1
         self.progress.value = 0
-        base = simulate_many(plan, months, 0).bill
-        noise = float(np.std(base))
-        self.progress.value = 1
-        out = []
-        for knob, step, stepped in steps:
-            shift = float(np.mean(simulate_many(stepped, months, 0).bill - base))
-            out.append(KnobStep(knob=knob, step=step, plan=stepped, shift=shift, noise=noise))
-            self.progress.value += 1
+
+        def advance(n: int) -> None:
+            self.progress.value += n
+
+        out = mattered_vs_noise(plan, months, 0, progress=advance)
         self.steps = out
-        moved = [s for s in out if s.mattered]
-        self.mattered_note.value = (
-            f"Over {months} lottery draws the bill's spread is {money(noise)}; "
-            f"{len(moved)} of {len(out)} knob steps moved the mean bill by more than that.")
+        moved = sum(s.mattered for s in out)
+        small = sum(s.real and not s.beats_luck for s in out)
+        noise = len(out) - moved - small
+        self.mattered_note.value = html.escape(
+            f"Over {months} lottery draws one month's luck moves the bill by "
+            f"{money(out[0].noise)} (its standard deviation). Of {len(out)} knob steps, "
+            f"{moved} moved the mean bill by more than that, {small} by a real amount "
+            f"smaller than one month's luck, and {noise} by nothing the paired months tell "
+            "apart from zero.")
         if self.plots_on:
             fig = Figure(figsize=(6.5, 0.32 * len(out) + 1.2))
             ax = fig.subplots()
             plots.mattered_vs_noise(out, ax)
-            fig.subplots_adjust(left=0.36, right=0.95, top=0.9, bottom=0.18)
+            fig.subplots_adjust(left=0.36, right=0.95, top=0.9, bottom=0.2)
             self.mattered_image.value = _png(fig)
             self.mattered_image.layout.display = ""
         return out
@@ -349,7 +349,12 @@ class Walkthrough:
     # ----- reading the readout (tests, benchmark) -----------------------------------------
     def text(self, name: str) -> str:
         """A readout's text without its HTML tags."""
-        return " ".join(html.unescape(_TAG.sub(" ", self.readouts[name].value)).split())
+        return self.text_of(self.readouts[name])
+
+    @staticmethod
+    def text_of(widget: widgets.HTML) -> str:
+        """An HTML widget's text without its tags."""
+        return " ".join(html.unescape(_TAG.sub(" ", widget.value)).split())
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.ui._repr_mimebundle_(**kwargs)
