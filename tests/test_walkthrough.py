@@ -148,3 +148,15 @@ def test_walkthrough_function_displays():
     w = walkthrough()
     bundle = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_a_notebook_opened_without_running_shows_the_opening_month():
+    """The still picture a page shows without a kernel: the opening state's readout, verdict
+    and plot, not a placeholder."""
+    app = walkthrough()
+    page = app._repr_mimebundle_()["text/html"]
+    for figure in ("$27,170", "10 of 16", "95.7%", "$3,877", "The month reads clean"):
+        assert figure in page
+    assert "<img src='data:image/png;base64," in page
+    assert "16 flagship cards, 60,000 tok/s steady +10% headroom, day window" in page
+    assert "The month reads clean" in app._repr_mimebundle_()["text/plain"]

@@ -10,6 +10,7 @@ them on the page.
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import re
@@ -356,12 +357,38 @@ class Walkthrough:
         """An HTML widget's text without its tags."""
         return " ".join(html.unescape(_TAG.sub(" ", widget.value)).split())
 
+    def static_html(self) -> str:
+        """The app's current month as plain HTML: the knobs' settings, every readout, the
+        verdict, the sentences and the month's plot. A notebook opened without running shows
+        this in place of the live widgets."""
+        p = self.plan()
+        r = self.readouts
+        knobs = (f"{p.cards} {p.card_class} cards, {rate(p.demand_tok_s)} tok/s {p.shape}"
+                 + (f" +{pct(p.headroom, 0)} headroom" if p.shape == "steady" else "")
+                 + f", {p.window} window, {pct(p.evict_share, 0)} evicted, lottery draw "
+                 f"{p.seed}")
+        cards = "".join(
+            f"<div class='sx-card' style='display:inline-block;width:200px;"
+            f"vertical-align:top'>{r[k].value}</div>"
+            for k in ("bill", "warm", "delivered", "unmet", "idle", "churn", "score",
+                      "convergence"))
+        image = ""
+        if self.plots_on and self.month_image.value:
+            data = base64.b64encode(bytes(self.month_image.value)).decode()
+            image = f"<img src='data:image/png;base64,{data}' style='width:640px'>"
+        return (f"{_STYLE}<div class='sx-static'><h3 style='margin:4px 0'>One fleet month "
+                f"(a still picture)</h3><p><i>Run this cell (or Run All) to turn the knobs. "
+                f"Shown: {html.escape(knobs)}.</i></p><div style='width:440px'>{cards}</div>"
+                f"<div>{r['lamps'].value}</div><div>{r['signature'].value}</div>"
+                f"{r['verdict'].value}{r['sentences'].value}{image}</div>")
+
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.ui._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict) and "text/plain" in bundle:
+        if isinstance(bundle, dict):
             # What a page without the live kernel shows instead of the widget tree.
-            bundle["text/plain"] = ("The fleet-month walkthrough: run this cell (or Run All) "
-                                    "to bring it to life.")
+            bundle["text/html"] = self.static_html()
+            bundle["text/plain"] = ("The fleet-month walkthrough (run this cell to bring it to "
+                                    "life): " + self.text("verdict"))
         return bundle
 
 
