@@ -100,6 +100,7 @@ def _drive(url: str) -> None:
             page.locator(".sx-knob-shape select").first.select_option("jumpy")
             _wait_text(page, ".sx-bill", "$34,970")
             _wait_text(page, ".sx-warm", "13 of 16")
+            page.wait_for_timeout(3_000)  # the month's plot arrives after the readout
             page.screenshot(path=str(ARTIFACTS / "voila-jumpy.png"), full_page=True)
             body = page.inner_text("body")
             # Only what follows the knobs: no fixed printout of the opening month.
@@ -130,7 +131,7 @@ def test_voila_serves_the_page(tmp_path):
             except OSError:
                 time.sleep(1)
         assert "application/vnd.jupyter.widget-view+json" in page  # Voila ran the app cell
-        assert "One fleet month, live" in page
+        assert "the fleet-month walkthrough" in page
         _drive(url)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -91,8 +91,9 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
     """Every card of the pool: its true rate (bar) and what the window measured (dot).
 
     Cards are ordered by measured rate, best first, the order the autoscaler sees them. Bars
-    are coloured warm (in the run set), skipped (survived, never billed) or evicted; the
-    dashed line is the pool's median true rate, which decides whether an eviction was wrong.
+    are coloured warm (in the run set), skipped (survived, never billed) or evicted, a wrong
+    eviction hatched; the dashed line is the pool's median true rate, which decides whether
+    an eviction was wrong.
     """
     ax = _axes(ax, (7.0, 3.0))
     pool = month.pool
@@ -111,12 +112,13 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
         else:
             colours.append(COLOURS["skipped"])
     x = np.arange(n)
-    ax.bar(x, true[order], color=colours, width=0.8)
+    bars = ax.bar(x, true[order], color=colours, width=0.8)
     ax.scatter(x, measured[order], color="black", s=12, zorder=3)
-    for pos, i in enumerate(order):
+    # A wrong eviction is hatched (labels would pile up when they sit side by side).
+    for bar, i in zip(bars, order, strict=True):
         if i in evicted and true[i] >= median:
-            ax.annotate("wrong", (pos, true[i]), textcoords="offset points", xytext=(0, 4),
-                        ha="center", fontsize=7, color=COLOURS["evicted"])
+            bar.set_hatch("////")
+            bar.set_edgecolor("white")
     ax.axhline(median, color=COLOURS["median"], linestyle="--", linewidth=1)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(0, max(true.max(), measured.max()) * 1.15)
@@ -137,13 +139,15 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
         Patch(color=COLOURS["warm"], label="warm (true rate)"),
         Patch(color=COLOURS["skipped"], label="skipped"),
         Patch(color=COLOURS["evicted"], label="evicted"),
+        Patch(facecolor=COLOURS["evicted"], edgecolor="white", hatch="////",
+              label="wrong eviction"),
         Line2D([], [], color="black", marker="o", linestyle="", markersize=4,
                label="measured"),
         Line2D([], [], color=COLOURS["median"], linestyle="--",
                label=f"median true {median:,.0f}"),
     ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=5,
-              fontsize=7, frameon=False)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=6,
+              fontsize=7, frameon=False, handlelength=1.5, columnspacing=1.0)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 

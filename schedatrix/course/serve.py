@@ -24,7 +24,7 @@ __all__ = ["PAGE_NAME", "page_notebook", "write_page", "voila_command", "add_ser
 
 PAGE_NAME = "walkthrough.ipynb"
 _INTRO = (
-    "# One fleet month, live\n\n"
+    "# schedatrix: the fleet-month walkthrough\n\n"
     "Rent a pool of GPU cards for a month: turn a knob and every figure, lamp, sentence and "
     "plot below follows. **Famous month** loads one of the course's incidents or its fix; "
     "**New lottery draw** rents a fresh pool with the same knobs. The course itself (the "
