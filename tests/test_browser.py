@@ -68,6 +68,11 @@ def _serve_lab(tmp_path, root):
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # Keep every cell in the page (a long lesson's windowed notebook drops the cells it has
+    # scrolled past, and Run All scrolls to the end).
+    tracker = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     token = secrets.token_hex(16)
     port = _free_port()
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
@@ -229,14 +234,15 @@ def test_lessons_opened_without_running_show_their_month(stored_lab):
             page.set_default_timeout(60_000)
             for name, needles in (("00_walkthrough", ("$27,170", "10 of 16", "One fleet month")),
                                   ("05_drills", ("Drill 2 (lottery seed", "Q5."))):
-                page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?token={token}",
+                page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?reset&token={token}",
                           wait_until="domcontentloaded")
-                page.wait_for_selector(".jp-Notebook", timeout=90_000)
+                shown = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+                page.wait_for_selector(shown, timeout=90_000)
                 for needle in needles:
                     page.wait_for_function(
-                        "n => document.querySelector('.jp-Notebook').innerText.includes(n)",
-                        arg=needle, timeout=90_000)
-                text = page.locator(".jp-Notebook").first.inner_text()
+                        "([css, n]) => document.querySelector(css).innerText.includes(n)",
+                        arg=[shown, needle], timeout=90_000)
+                text = page.locator(shown).first.inner_text()
                 assert "VBox(children" not in text and "Error displaying widget" not in text
                 page.screenshot(path=str(ARTIFACTS / f"{name}-unrun.png"))
         except Exception:

@@ -42,7 +42,8 @@ def test_stored_outputs_render_cleanly(path):
 
 
 def test_the_walkthrough_and_the_drill_app_store_a_still_picture():
-    for name, needle in (("00_walkthrough", "$27,170"), ("05_drills", "Drill 2 (lottery seed")):
+    for name, needle in (("00_walkthrough", "<span>&#36;</span>27,170"),
+                         ("05_drills", "Drill 2 (lottery seed")):
         app = next(c for c in _cells(NOTEBOOKS / f"{name}.ipynb")
                    if "".join(c["source"]).strip().endswith("app"))
         html = "".join(app["outputs"][0]["data"]["text/html"])

@@ -155,8 +155,12 @@ def test_a_notebook_opened_without_running_shows_the_opening_month():
     and plot, not a placeholder."""
     app = walkthrough()
     page = app._repr_mimebundle_()["text/html"]
-    for figure in ("$27,170", "10 of 16", "95.7%", "$3,877", "The month reads clean"):
+    for figure in ("<span>&#36;</span>27,170", "10 of 16", "95.7%", "<span>&#36;</span>3,877",
+                   "The month reads clean"):
         assert figure in page
+    assert "$" not in page.split("<img")[0]  # JupyterLab's MathJax would read dollars as math
+    assert "<style" not in page  # an untrusted notebook's output loses its styles
     assert "<img src='data:image/png;base64," in page
     assert "16 flagship cards, 60,000 tok/s steady +10% headroom, day window" in page
+    assert "<td>signature</td><td><b>111</b></td>" in page
     assert "The month reads clean" in app._repr_mimebundle_()["text/plain"]

@@ -15,6 +15,7 @@ import re
 import ipywidgets as widgets
 
 from .drills import PER_DRILL, Drill, drill
+from .live import page_text
 
 __all__ = ["DrillApp", "drill_app"]
 
@@ -118,12 +119,12 @@ class DrillApp:
         """The drill as a page shows it before any answer: what a notebook opened without
         running displays in place of the live widgets."""
         rows = "".join(
-            f"<p><b>Q{i}.</b> {html.escape(q.prompt)}<br><i>(run the cell to answer)</i></p>"
+            f"<p><b>Q{i}.</b> {page_text(q.prompt)}</p>"
             for i, q in enumerate(self.drill.questions, start=1))
-        facts = "<br>".join(html.escape(f) for f in self.drill.facts)
-        return (f"<div><b>{html.escape(self.drill.header)}</b><br>{facts}{rows}"
-                "<p><i>The live drill app (answer boxes, feedback, next drill) appears when "
-                "this cell runs.</i></p></div>")
+        facts = "<br>".join(page_text(f) for f in self.drill.facts)
+        return (f"<div><p><b>{page_text(self.drill.header)}</b><br>{facts}</p>{rows}"
+                "<p><i>Run this cell for the live drill: answer boxes, instant feedback, the "
+                "next drill.</i></p></div>")
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.ui._repr_mimebundle_(**kwargs)

@@ -11,7 +11,14 @@ import html
 
 import ipywidgets as widgets
 
-__all__ = ["Live", "live"]
+__all__ = ["Live", "live", "page_text"]
+
+
+def page_text(text: str) -> str:
+    """``text`` escaped for an HTML output that JupyterLab shows: ``<``, ``&`` and quotes as
+    entities, and each dollar sign as ``<span>&#36;</span>`` (JupyterLab's MathJax would read
+    two dollar signs in one paragraph as math, and an escaped one still starts it)."""
+    return html.escape(text).replace("$", "<span>&#36;</span>")
 
 
 class Live:
@@ -24,7 +31,7 @@ class Live:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
         if isinstance(bundle, dict):
-            bundle["text/html"] = f"<p><i>{html.escape(self.what)}</i></p>"
+            bundle["text/html"] = f"<p><i>{page_text(self.what)}</i></p>"
             bundle["text/plain"] = self.what
         return bundle
 

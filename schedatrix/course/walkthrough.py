@@ -28,6 +28,7 @@ from ..fleet.presets import PRESETS
 from ..fleet.run_set import SHAPES
 from ..fleet.window import NAMED_WINDOWS
 from . import plots
+from .live import page_text
 
 __all__ = ["Walkthrough", "walkthrough", "READOUTS", "next_seed"]
 
@@ -186,14 +187,16 @@ class Walkthrough:
             widgets.HTML("<b>The score</b>"), self.knobs["window"], self.knobs["evict"],
             widgets.HBox([self.knobs["seed"], self.new_draw]),
             widgets.HTML("<b>Famous months</b>"), self.preset, self.story,
-        ], layout=widgets.Layout(width="400px"))
+        ], layout=widgets.Layout(width="400px", min_width="400px"))
         grid = widgets.GridBox(
             [r[k] for k in ("bill", "warm", "delivered", "unmet", "idle", "churn", "score",
                             "convergence")],
             layout=widgets.Layout(grid_template_columns="repeat(2, 210px)"),
         )
-        readout = widgets.VBox([grid, r["lamps"], r["signature"]])
-        top = widgets.HBox([knobs, readout])
+        readout = widgets.VBox([grid, r["lamps"], r["signature"]],
+                               layout=widgets.Layout(width="440px"))
+        # A narrow notebook puts the readout under the knobs instead of squeezing the knobs.
+        top = widgets.HBox([knobs, readout], layout=widgets.Layout(flex_flow="row wrap"))
         mattered = widgets.VBox([
             widgets.HTML("<b>Mattered vs noise</b>: which knobs move the bill more than the "
                          "lottery does on its own?"),
@@ -359,28 +362,42 @@ class Walkthrough:
 
     def static_html(self) -> str:
         """The app's current month as plain HTML: the knobs' settings, every readout, the
-        verdict, the sentences and the month's plot. A notebook opened without running shows
-        this in place of the live widgets."""
-        p = self.plan()
-        r = self.readouts
+        checks, the verdict, the sentences and the month's plot. A notebook opened without
+        running shows this in place of the live widgets (plain tags only: JupyterLab strips
+        the styles of an untrusted notebook's output)."""
+        p, m = self.plan(), self.month
         knobs = (f"{p.cards} {p.card_class} cards, {rate(p.demand_tok_s)} tok/s {p.shape}"
                  + (f" +{pct(p.headroom, 0)} headroom" if p.shape == "steady" else "")
                  + f", {p.window} window, {pct(p.evict_share, 0)} evicted, lottery draw "
                  f"{p.seed}")
-        cards = "".join(
-            f"<div class='sx-card' style='display:inline-block;width:200px;"
-            f"vertical-align:top'>{r[k].value}</div>"
-            for k in ("bill", "warm", "delivered", "unmet", "idle", "churn", "score",
-                      "convergence"))
+        rows = "".join(f"<tr><td>{page_text(label)}</td><td><b>{page_text(value)}</b></td></tr>"
+                       for label, value in self._still_rows(m))
+        items = "".join(f"<li>{page_text(s)}</li>" for s in m.sentences)
         image = ""
         if self.plots_on and self.month_image.value:
             data = base64.b64encode(bytes(self.month_image.value)).decode()
-            image = f"<img src='data:image/png;base64,{data}' style='width:640px'>"
-        return (f"{_STYLE}<div class='sx-static'><h3 style='margin:4px 0'>One fleet month "
-                f"(a still picture)</h3><p><i>Run this cell (or Run All) to turn the knobs. "
-                f"Shown: {html.escape(knobs)}.</i></p><div style='width:440px'>{cards}</div>"
-                f"<div>{r['lamps'].value}</div><div>{r['signature'].value}</div>"
-                f"{r['verdict'].value}{r['sentences'].value}{image}</div>")
+            image = f"<img src='data:image/png;base64,{data}' width='640'>"
+        return (f"<div><h3>One fleet month (a still picture)</h3><p><i>Run this cell (or Run "
+                f"All) to turn the knobs. Shown: {page_text(knobs)}.</i></p><table>{rows}"
+                f"</table><p><b>The month's verdict.</b> {page_text(m.verdict)}</p>"
+                f"<ul>{items}</ul>{image}</div>")
+
+    def _still_rows(self, m: Month) -> list[tuple[str, str]]:
+        lamp = {True: "passes", False: "FAILS"}
+        return [
+            ("the month's pool bill", money(m.bill)),
+            ("cards warm in the run set", f"{m.warm} of {m.cards}"),
+            ("tok/s delivered against demanded",
+             f"{rate(m.delivered_tok_s)} of {rate(m.demand_tok_s)}"),
+            (f"unmet demand, cap {pct(UNMET_CAP, 0)}", pct(m.unmet_share, 2)),
+            ("billed idle", money(m.idle_bill)),
+            (f"churn fees ({m.evicted} evicted)", money(m.churn_fees)),
+            ("million tokens per dollar",
+             f"{m.mtok_per_dollar:.3f} (ideal {m.ideal_mtok_per_dollar:.3f})"),
+            ("converged (ideal bill / bill)", pct(m.convergence)),
+            ("checks", ", ".join(f"{name} {lamp[ok]}" for name, ok in m.checks.items())),
+            ("signature", m.signature),
+        ]
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.ui._repr_mimebundle_(**kwargs)
