@@ -10,12 +10,15 @@ Formats, recognised from the header (CSV) or the first record's keys (JSON lines
 - Azure LLM inference 2023: ``TIMESTAMP, ContextTokens, GeneratedTokens``; ISO-8601 times;
   the pool is given per file.
 - Mooncake (JSON lines): ``timestamp`` (ms), ``input_length``, ``output_length``,
-  ``hash_ids``; the pool is given per file.
+  ``hash_ids``; the pool is given per file. A JSON lines file's ``hash_ids`` (lists of
+  integers: prefix-block hashes) are carried per request in the chunks.
 - BurstGPT: ``Timestamp`` (s), ``Model``, ``Request tokens``, ``Response tokens``,
   ``Total tokens``, ``Log Type``; Model names map to pools through the note's pool ids, models
   and aliases.
 
 A file may end in ``.gz``. Naive ISO times are read as UTC. Arrivals need not be sorted.
+Without a fleet note (``note=None``) every request is in one pool, index 0 (a pool or model
+column is then not used): the serving simulator replays traces this way.
 
 Privacy: a column that carries request or response text (by its name, or by long free-text
 values in a column the reader doesn't know) stops the read with an error that names the column;
@@ -86,7 +89,10 @@ class Chunk:
     """A block of requests. Times in seconds (epoch or trace-relative), tokens as int64,
     `pool` an index into the note's pools; optional columns are None when absent.
     `lines` are the rows' line numbers in the file; `bytes_read` the file's bytes so far;
-    `format_name` the format the file was read as."""
+    `format_name` the format the file was read as. `hash_offsets`, `hash_values` (int64):
+    the rows' ``hash_ids`` in CSR form, row i's being
+    ``hash_values[hash_offsets[i]:hash_offsets[i + 1]]`` (offsets from 0 in each chunk);
+    None when the file has no ``hash_ids``."""
 
     t_s: np.ndarray
     pool: np.ndarray
@@ -99,6 +105,8 @@ class Chunk:
     lines: np.ndarray
     bytes_read: int
     format_name: str
+    hash_offsets: np.ndarray | None = None
+    hash_values: np.ndarray | None = None
 
 
 def _norm(name: str) -> str:
@@ -114,6 +122,8 @@ def detect_format(names: list[str], jsonl: bool) -> TraceFormat:
             if a in norm:
                 cols[role] = norm[a]
                 break
+    if jsonl and "hash_ids" in norm:
+        cols["hashes"] = norm["hash_ids"]
     keys = set(norm)
     if {"timestamp", "contexttokens", "generatedtokens"} <= keys:
         name, scale = "Azure LLM inference trace", None
@@ -160,17 +170,20 @@ def _open_text(path: Path) -> tuple[io.TextIOWrapper, _CountingReader]:
     return io.TextIOWrapper(stream, encoding="utf-8", newline=""), counter
 
 
-def read_trace(path: str | Path, note: FleetNote, pool: str | None = None,
+def read_trace(path: str | Path, note: FleetNote | None, pool: str | None = None,
                chunk_rows: int = CHUNK_ROWS) -> Iterator[Chunk]:
     """Read one trace file in chunks of `chunk_rows` requests.
 
     `pool` names the pool of every request in the file (needed when the file has no pool or
-    model column, as Azure and Mooncake files don't). Raises InputError for a refused column
-    or a bad row, naming the file and line.
+    model column, as Azure and Mooncake files don't). With `note` None every request is in
+    pool 0 and `pool` is not used. Raises InputError for a refused column or a bad row,
+    naming the file and line.
     """
     path = Path(path)
     fixed_pool = None
-    if pool is not None:
+    if note is None:
+        fixed_pool = 0
+    elif pool is not None:
         try:
             fixed_pool = note.pools.index(note.pool(pool))
         except KeyError:
@@ -382,8 +395,28 @@ class _Converter:
             ok = np.isin(st, list(_OK_STATUS)) | (code & (np.char.str_len(st) == 3)
                                                   & np.char.startswith(st, "2"))
         replica = _strings(cols["replica"]) if "replica" in cols else None
+        offsets, values = self._hashes(cols["hashes"], lines) if "hashes" in cols else (None,
+                                                                                      None)
         return Chunk(t, pool, inp, out, ttft, e2e, ok, replica, lines, bytes_read,
-                     self.fmt.name)
+                     self.fmt.name, offsets, values)
+
+    def _hashes(self, values: list, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """JSON ``hash_ids`` (a list of integers per row; missing = none) in CSR form."""
+        rows = [[] if v is None else v for v in values]
+        bad = np.array([not isinstance(r, list) or not all(
+            isinstance(h, int) and not isinstance(h, bool) for h in r) for r in rows])
+        if bad.any():
+            raise _first_bad(self.path, lines, bad, self.fmt.columns["hashes"], values,
+                             "allowed: a list of integers (prefix-block hashes)")
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=offsets[1:])
+        try:
+            flat = np.fromiter((h for r in rows for h in r), dtype=np.int64, count=offsets[-1])
+        except OverflowError:
+            big = np.array([any(abs(h) >= 2**63 for h in r) for r in rows])
+            raise _first_bad(self.path, lines, big, self.fmt.columns["hashes"], values,
+                             "allowed: integers that fit in 64 bits") from None
+        return offsets, flat
 
     def _times(self, values, lines: np.ndarray) -> np.ndarray:
         col = self.fmt.columns["time"]
