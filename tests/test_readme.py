@@ -15,16 +15,20 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
 
+#: The subcommands whose README examples run on what a clone holds (the serving examples
+#: point at traces you download; serve runs a server; grade needs a class's submissions).
+FROM_A_CLONE = ("month", "presets", "odds", "audit", "drills")
+
+
 def _commands() -> list[list[str]]:
     """Every `$ .venv/bin/schedatrix ...` line of the README's console blocks (continuation
-    lines joined), minus those that need a running server or a class's submissions."""
+    lines joined) for the subcommands that run from a clone."""
     text = README.replace("\\\n", " ")
     out = []
     for line in re.findall(r"^\$ \.venv/bin/schedatrix (.+)$", text, flags=re.M):
         argv = shlex.split(line.split("  #")[0])
-        if argv[0] in ("serve", "grade"):
-            continue
-        out.append(argv)
+        if argv[0] in FROM_A_CLONE:
+            out.append(argv)
     return out
 
 
