@@ -36,7 +36,7 @@ from ..errors import InputError
 from .grid import Grid, Task
 
 __all__ = ["run_task", "run_tasks", "run_sweep", "Sweep", "Point", "pareto_front",
-           "columns_of", "default_workers", "ray_available"]
+           "columns_of", "default_workers", "ray_available", "start_ray"]
 
 #: Keys of the simulator's JSON a one-run row leaves out (the name is the ``design`` column;
 #: one run has no intervals).
@@ -139,24 +139,37 @@ def _in_processes(tasks, workers: int, tick) -> list[dict]:
     return rows
 
 
-def _on_ray(tasks, address: str, workers: int, tick) -> list[dict]:
+def _import_ray():
     try:
         import ray
     except ImportError:
         raise InputError("--ray needs Ray, an optional extra: pip install "
                          "'schedatrix[cluster]' (or run in local processes: --workers N)") \
             from None
-    started = False
-    if not ray.is_initialized():
-        kw: dict = {"include_dashboard": False, "log_to_driver": False,
-                    "logging_level": "warning", "configure_logging": True}
-        if address == "local":
-            kw["num_cpus"] = workers
-        else:
-            import schedatrix
-            kw["runtime_env"] = {"py_modules": [str(Path(schedatrix.__file__).parent)]}
-        _init_ray(ray, address, kw)
-        started = True
+    return ray
+
+
+def start_ray(address: str, workers: int) -> bool:
+    """Start (``"local"``) or join Ray unless this process already is connected; True when
+    this call connected (the caller then shuts it down)."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        return False
+    kw: dict = {"include_dashboard": False, "log_to_driver": False,
+                "logging_level": "warning", "configure_logging": True}
+    if address == "local":
+        kw["num_cpus"] = workers
+        kw["object_store_memory"] = 256 * 2**20   # rows are small; don't reserve RAM
+    else:
+        import schedatrix
+        kw["runtime_env"] = {"py_modules": [str(Path(schedatrix.__file__).parent)]}
+    _init_ray(ray, address, kw)
+    return True
+
+
+def _on_ray(tasks, address: str, workers: int, tick) -> list[dict]:
+    started = start_ray(address, workers)
+    import ray
     try:
         remote = ray.remote(num_cpus=1)(run_task)
         refs = [remote.remote(t) for t in tasks]
