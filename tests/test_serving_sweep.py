@@ -121,6 +121,9 @@ BAD_GRIDS = [
     ("[acceptance]\nruns = 3", ["[acceptance] runs", "[grid] seeds"]),
     ("[defaults]\nreplicas = 2\n[grid.design]\nreplicas = [1]", ["replicas", "[defaults]",
                                                                   "one place"]),
+    ("[defaults]\nreplica = 2", ["[defaults]", "unknown knob 'replica'"]),
+    ("[[designs]]\nname = 'a'\ntpp = 2", ["design 1", "unknown knob 'tpp'"]),
+    ("[[designs]]\nname = 'a'\n[[designs]]\nname = 'a'", ["both 'a'"]),
 ]
 
 

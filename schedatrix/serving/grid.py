@@ -228,6 +228,12 @@ def grid_from_dict(data: dict, base: Path | None = None, source: str = "") -> Gr
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise InputError(f"{where}[[designs]] must be a list of tables")
     load_t = _table(data, "load", where)
+    for knobs, at in [(defaults, "[defaults]")] + [
+            (e, f"design {k + 1}") for k, e in enumerate(entries)]:
+        unknown = sorted(set(knobs) - set(DESIGN_KNOBS))
+        if unknown:
+            raise InputError(f"{where}{at}: unknown knob {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(DESIGN_KNOBS)}")
     for key in design_grid:
         if key in defaults:
             raise InputError(f"{where}[grid.design] {key} is also set in [defaults]; set it in "
@@ -319,10 +325,6 @@ def _feasible(knobs: dict, where: str, entry: dict, k: int,
         return Design(**knobs), ""
     except InputError as e:
         reason = str(e)
-    except TypeError:
-        unknown = sorted(set(knobs) - set(DESIGN_KNOBS))
-        raise InputError(f"{where}design {k + 1}: unknown knob {', '.join(map(repr, unknown))}"
-                         f"; allowed: {', '.join(DESIGN_KNOBS)}") from None
     probe = {**knobs, "model": _PROBE_MODEL, "tp": 1, "pp": 1}
     try:
         model_named(knobs.get("model", Design.model))
