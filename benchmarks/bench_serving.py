@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -128,7 +129,8 @@ def sweep(grid_path: Path, workers: int) -> None:
     from schedatrix.serving.sweep import ray_available, run_sweep
     from schedatrix.serving.sweep_report import csv_text
     grid = load_grid(grid_path)
-    print(f"4. Sweep {grid_path.name}: {grid.describe()}")
+    print(f"4. Sweep {grid_path.name}: {grid.describe()} "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
 
     def timed(**kw):
         w = time.perf_counter()
@@ -136,9 +138,10 @@ def sweep(grid_path: Path, workers: int) -> None:
         return s, time.perf_counter() - w
 
     one, one_s = timed(workers=1)
-    print(f"   1 process:            {one_s:6.1f} s  ({len(grid.tasks) / one_s:.1f} runs/s)")
+    print(f"   {'1 process:':24s}{one_s:6.1f} s  ({len(grid.tasks) / one_s:.1f} runs/s)")
     many, many_s = timed(workers=workers)
-    print(f"   {workers} local processes: {many_s:6.1f} s  (speed-up {one_s / many_s:.2f}x)")
+    label = f"{workers} local processes:"
+    print(f"   {label:24s}{many_s:6.1f} s  (speed-up {one_s / many_s:.2f}x)")
     same = csv_text(many) == csv_text(one)
     if not ray_available():
         print("   local Ray: skipped (ray is not installed: pip install 'schedatrix[cluster]')")
@@ -154,7 +157,8 @@ def sweep(grid_path: Path, workers: int) -> None:
         finally:
             ray.shutdown()
         same = same and csv_text(on_ray) == csv_text(one)
-        print(f"   local Ray, {workers} CPUs:    {ray_s:6.1f} s  (speed-up {one_s / ray_s:.2f}x), "
+        label = f"local Ray, {workers} CPUs:"
+        print(f"   {label:24s}{ray_s:6.1f} s  (speed-up {one_s / ray_s:.2f}x), "
               f"plus {start_s:.1f} s to start Ray")
     print(f"   tables identical: {'yes' if same else 'NO'}")
 
