@@ -82,7 +82,7 @@ GRID_LOAD_KEYS = ("rate", "burstiness", "requests", "duration", "input_len", "ou
                   "lengths_from", "trace", "speed", "users", "think_s", "max_input_tokens",
                   "max_output_tokens")
 #: Design knobs the design's automatic name already shows.
-_IN_LABEL = {"tp", "pp", "replicas", "prefill_replicas", "decode_replicas"}
+_IN_LABEL = {"tp", "pp", "replicas", "prefill_replicas", "decode_replicas", "router"}
 #: A probe that every GPU holds, to tell a point that cannot hold its model from a bad value.
 _PROBE_MODEL = "llama-3.2-3b"
 
@@ -205,7 +205,9 @@ def grid_from_dict(data: dict, base: Path | None = None, source: str = "") -> Gr
     where = f"{source}: " if source else ""
     extra = sorted(set(data) - _SCENARIO_KEYS - {"grid"})
     if extra:
-        hint = " (a sweep sweeps models in [grid.design] model)" if "compare" in extra else ""
+        hint = (" (a sweep sweeps models in [grid.design] model)" if "compare" in extra else
+                " (a sweep runs without faults: judge faults with schedatrix serving accept)"
+                if {"faults", "resilience"} & set(extra) else "")
         raise InputError(f"{where}unknown key {', '.join(map(repr, extra))}; allowed: "
                          f"{', '.join(sorted(_SCENARIO_KEYS | {'grid'}))}{hint}")
     grid_t = _table(data, "grid", where)
