@@ -87,6 +87,9 @@ def test_grid_names_swept_knobs_the_label_does_not_show_and_skips_what_cannot_ho
                                          "decode_replicas": 1}],
                             "grid": {"design": {"gpu": ["a100-80gb", "h100-80gb"]}}})
     assert named.designs == ("split [gpu=a100-80gb]", "split [gpu=h100-80gb]")
+    routed = grid_from_dict({"load": {"rate": 2, "requests": 10}, "defaults": {"replicas": 2},
+                             "grid": {"design": {"router": ["round-robin", "least-work"]}}})
+    assert routed.designs == ("2 x TP1", "2 x TP1, least-work router")
 
 
 def test_a_replayed_trace_runs_once_whatever_the_seeds(tmp_path):
@@ -119,6 +122,8 @@ BAD_GRIDS = [
     ("[grid]\nworkers = 3", ["[grid]", "'workers'"]),
     ("[compare]\nmodels = ['llama-3.1-8b']", ["'compare'", "[grid.design] model"]),
     ("[acceptance]\nruns = 3", ["[acceptance] runs", "[grid] seeds"]),
+    ("[faults]\nschedule = ['worker:0@1+1']", ["'faults'", "serving accept"]),
+    ("[grid.design]\nbuckets = [{chat = [1, 2]}]", ["[grid.design] buckets", "number, string"]),
     ("[defaults]\nreplicas = 2\n[grid.design]\nreplicas = [1]", ["replicas", "[defaults]",
                                                                   "one place"]),
     ("[defaults]\nreplica = 2", ["[defaults]", "unknown knob 'replica'"]),
