@@ -178,11 +178,11 @@ class FastEngine:
     def dec_add(self, i: int) -> None:
         sim = self.sim
         c, gen = sim.computed[i], sim.generated[i]
-        self.dec[i] = (self.G, c, gen)
+        entry = self.dec[i] = (self.G, c, gen)
         self.dec_base += c - self.G
         self.dec_left += sim.out[i] - gen + self.G
         self.mod[(c - self.G) % self.B] += 1
-        heapq.heappush(self.done_heap, (self.G + sim.out[i] - gen - 1, i))
+        heapq.heappush(self.done_heap, (self.G + sim.out[i] - gen - 1, i, entry))
         self.cls_count[sim.cls[i]] += 1
 
     def dec_remove(self, i: int) -> None:
@@ -475,16 +475,12 @@ class FastEngine:
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
-        heap = self.done_heap
+        heap, dec = self.done_heap, self.dec
         while True:
-            g_done, i = heap[0]
-            if i in self.dec and self.ends_at(i) == g_done:
+            g_done, i, entry = heap[0]
+            if dec.get(i) is entry:      # not a stale entry of a request that left
                 return g_done
             heapq.heappop(heap)
-
-    def ends_at(self, i: int) -> int:
-        g, _, gen = self.dec[i]
-        return g + self.sim.out[i] - gen - 1
 
     def blocks_horizon(self, available: int, cap: int) -> int:
         """How many decode iterations from now fit in ``available`` KV blocks, at most
@@ -615,9 +611,10 @@ class FastEngine:
     def finish_decoders(self, t: float) -> None:
         sim = self.sim
         heap = self.done_heap
+        dec = self.dec
         while heap and heap[0][0] < self.G:
-            g_done, i = heapq.heappop(heap)
-            if i not in self.dec or self.ends_at(i) != g_done:
+            _, i, entry = heapq.heappop(heap)
+            if dec.get(i) is not entry:
                 continue   # a stale entry: the request left (or was preempted) before
             self.dec_remove(i)
             sim.last_token[i] = t
