@@ -16,7 +16,8 @@ from tqdm import tqdm
 from ..errors import InputError
 from .audit import DEFAULT_ROUTE_BELOW, Settings, audit_files
 from .note import load_note
-from .report import verdict, write_report
+from .report import prepare_out, verdict, write_report
+from .window import DEFAULT_GAP_S
 
 __all__ = ["add_audit_parser", "run"]
 
@@ -51,6 +52,9 @@ def add_audit_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-route", action="store_true", help="skip the routing what-if")
     p.add_argument("--route-from", metavar="POOL", help="what-if source pool (default: large)")
     p.add_argument("--route-to", metavar="POOL", help="what-if target pool (default: small)")
+    p.add_argument("--gap", metavar="SECONDS", type=int, default=DEFAULT_GAP_S,
+                   help="an empty stretch longer than this (no request in any pool) is a gap, "
+                        f"left out of the window with a warning (default {DEFAULT_GAP_S})")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p
@@ -85,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--pool-of {file}={pool}: {file} is not one of the traces "
                              f"({', '.join(str(t) for t in traces)})")
         for t in match:
+            if pools.get(t, pool) != pool:
+                raise InputError(f"--pool-of {file}={pool}: {t} is already given to pool "
+                                 f"{pools[t]}; a trace's requests go to one pool")
             pools[t] = pool
     rps = {}
     for pool, value in _pairs(args.replica_rps, "--replica-rps"):
@@ -95,12 +102,15 @@ def run(args: argparse.Namespace) -> int:
                              ) from None
     settings = Settings(headroom=_headroom(args.headroom), delay_buckets=args.delay,
                         replica_rps=rps, route_below=None if args.no_route else args.route_below,
-                        route_from=args.route_from, route_to=args.route_to)
+                        route_from=args.route_from, route_to=args.route_to, gap_s=args.gap)
+    prepare_out(args.out)  # a bad destination stops the audit before the reading
     total = sum(os.path.getsize(t) for t in traces if t.is_file())
     with tqdm(total=total, unit="B", unit_scale=True, desc="reading traces", file=sys.stderr,
               delay=1.0, disable=args.quiet or not sys.stderr.isatty()) as bar:
         audit = audit_files(note, [(t, pools.get(t)) for t in traces], settings, args.bucket,
                             on_progress=bar.update)
+    for line in audit.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     paths = write_report(audit, args.out)
     for line in verdict(audit):
         print(line)

@@ -37,6 +37,14 @@ class IntHistogram:
             self.counts = grown
         self.counts[: len(add)] += add
 
+    def merge(self, other: IntHistogram) -> None:
+        """Add another histogram's counts (same cap)."""
+        if len(other.counts) > len(self.counts):
+            grown = np.zeros(len(other.counts), dtype=np.int64)
+            grown[: len(self.counts)] = self.counts
+            self.counts = grown
+        self.counts[: len(other.counts)] += other.counts
+
     def percentile(self, q: float) -> float:
         """The nearest-rank q-th percentile (0 < q <= 100); NaN when empty."""
         n = self.n

@@ -41,6 +41,7 @@ def replicas_needed(rate_rps, replica_rps: float, headroom: float) -> np.ndarray
 def autoscaled(needed: np.ndarray, lo: int, hi: int, delay_buckets: int) -> np.ndarray:
     """An autoscaler within [lo, hi] that follows need `delay_buckets` late: bucket b runs
     clip(needed[b - delay]); the first `delay` buckets run clip(needed[0]) (it starts sized)."""
+    delay_buckets = min(delay_buckets, len(needed))
     if delay_buckets > 0 and len(needed):
         needed = np.concatenate([np.full(delay_buckets, needed[0]), needed])[: len(needed)]
     return np.clip(needed, lo, hi)
@@ -98,13 +99,16 @@ def _run(name, replicas, requests, tokens, duration_s, cfg: PoolConfig) -> Polic
 
 def size_pool(cfg: PoolConfig, requests: np.ndarray, tokens: np.ndarray,
               duration_s: np.ndarray, headroom: float = 0.10, delay_buckets: int = 1,
-              replica_rps: float | None = None) -> PoolSizing:
-    """Size one pool bucket by bucket. `replica_rps` overrides the note's capacity.
+              replica_rps: float | None = None, delayed: np.ndarray | None = None
+              ) -> PoolSizing:
+    """Size one pool bucket by bucket (or piece by piece: a piece is a bucket or a run of
+    empty buckets, see :mod:`.window`). `replica_rps` overrides the note's capacity.
 
     The configured fleet runs its fixed count, or follows need within [min, max] with the
-    delay. The policies may run 1 to max replicas (the pool's deployment ceiling): keep max
-    warm; a constant count sized to the window's average rate plus headroom; the ideal sizes
-    every bucket to its need.
+    delay: `delayed[i]` is the piece whose need piece i follows (default: the bucket
+    `delay_buckets` earlier, the first bucket's need before that). The policies may run 1 to
+    max replicas (the pool's deployment ceiling): keep max warm; a constant count sized to the
+    window's average rate plus headroom; the ideal sizes every bucket to its need.
     """
     if replica_rps is not None:
         cfg = replace(cfg, replica_rps=float(replica_rps))
@@ -115,6 +119,8 @@ def size_pool(cfg: PoolConfig, requests: np.ndarray, tokens: np.ndarray,
     hi = cfg.max_replicas
     if cfg.scaling == "fixed":
         conf = np.full(len(needed), hi)
+    elif delayed is not None:
+        conf = np.clip(needed[delayed], cfg.min_replicas, hi)
     else:
         conf = autoscaled(needed, cfg.min_replicas, hi, delay_buckets)
     mean_rate = requests.sum() / duration_s.sum() if duration_s.sum() else 0.0

@@ -1,501 +1,383 @@
-"""Request-trace readers: generic CSV / JSON lines and the public formats, read in chunks.
+"""Request-trace readers: CSV and JSON lines, optionally gzipped, read in chunks of rows.
 
-Formats, recognised from the header (CSV) or the first record's keys (JSON lines):
+The formats and their columns are in :mod:`.formats`, the checks of every row and the time
+base in :mod:`.convert`, the privacy rule in :mod:`.privacy`. A file is read in blocks of bytes
+(a line longer than `MAX_LINE_BYTES` stops the read), so memory stays bounded whatever the
+file holds. A UTF-8 byte-order mark at the start is skipped. Arrivals need not be sorted.
 
-- generic (CSV or JSON lines): ``timestamp``, ``pool``, ``input_tokens``, ``output_tokens``;
-  optional ``ttft_s`` or ``ttft_ms``, ``e2e_s`` or ``e2e_ms``, ``status``, ``replica``.
-  Timestamps are ISO-8601, or epoch seconds (``timestamp_s``) or milliseconds
-  (``timestamp_ms``); a bare numeric ``timestamp`` above 1e11 is read as ms, else as seconds.
-  Without a ``pool`` column the pool is given per file.
-- Azure LLM inference 2023: ``TIMESTAMP, ContextTokens, GeneratedTokens``; ISO-8601 times;
-  the pool is given per file.
-- Mooncake (JSON lines): ``timestamp`` (ms), ``input_length``, ``output_length``,
-  ``hash_ids``; the pool is given per file.
-- BurstGPT: ``Timestamp`` (s), ``Model``, ``Request tokens``, ``Response tokens``,
-  ``Total tokens``, ``Log Type``; Model names map to pools through the note's pool ids, models
-  and aliases.
-
-A file may end in ``.gz``. Naive ISO times are read as UTC. Arrivals need not be sorted.
-
-Privacy: a column that carries request or response text (by its name, or by long free-text
-values in a column the reader doesn't know) stops the read with an error that names the column;
-the text is never printed. Bad rows (unparseable timestamp, negative or non-integer tokens,
-unknown pool, missing field) stop the read with the file and line number: nothing is dropped.
+Refused, with the file and line: text that isn't UTF-8, a corrupt gzip file, a row with the
+wrong number of fields, a quoted field that runs past the end of its line, a JSON line that
+isn't a flat object (or repeats a key), and every bad value :mod:`.convert` names.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
-import re
-import warnings
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from itertools import islice
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
+from .convert import Chunk, Converter, refuse_free_text
+from .formats import IGNORED, TraceFormat, detect_format, norm
 from .note import FleetNote
+from .privacy import column
 
-__all__ = ["Chunk", "TraceFormat", "read_trace", "detect_format", "CHUNK_ROWS"]
+__all__ = ["Chunk", "TraceFormat", "TraceReader", "TraceInfo", "read_trace", "peek_trace",
+           "detect_format", "CHUNK_ROWS", "MAX_LINE_BYTES"]
 
-#: Rows per chunk: bounds memory whatever the trace's size (about 100 MB peak at 50,000).
+#: Rows per chunk: bounds memory whatever the trace's size.
 CHUNK_ROWS = 50_000
-
-_ALIASES = {
-    "time": ("timestamp", "timestamp_s", "timestamp_ms", "arrival", "arrival_time",
-             "arrival_s", "arrival_ms", "time", "ts"),
-    "pool": ("pool", "pool_id"),
-    "model": ("model",),
-    "input": ("input_tokens", "prompt_tokens", "contexttokens", "context_tokens",
-              "request_tokens", "input_length"),
-    "output": ("output_tokens", "completion_tokens", "generatedtokens", "generated_tokens",
-               "response_tokens", "output_length"),
-    "ttft": ("ttft_s", "ttft", "ttft_ms", "time_to_first_token_s", "time_to_first_token_ms"),
-    "e2e": ("e2e_s", "e2e", "e2e_ms", "latency_s", "latency_ms", "e2e_latency_s",
-            "e2e_latency_ms"),
-    "status": ("status", "status_code"),
-    "replica": ("replica", "replica_id", "instance", "instance_id"),
-}
-#: Columns known to carry no text and nothing the audit needs.
-_IGNORED = {"total_tokens", "log_type", "hash_ids", "request_id", "id"}
-#: Words that, in a column's name, mean it may carry request or response text.
-_TEXT_WORDS = {"prompt", "completion", "text", "content", "contents", "message", "messages",
-               "body", "query", "question", "answer", "instruction", "request", "response",
-               "input", "output", "conversation", "chat", "reply"}
-#: Last words of a name that mark a number, not text ("prompt_tokens", "response_length").
-_NUMERIC_ENDINGS = {"tokens", "token", "length", "len", "count", "ms", "s", "id", "ids", "size"}
-_OK_STATUS = {"", "ok", "success", "succeeded", "successful", "completed", "complete", "true"}
+#: The longest line a trace may have, in bytes (a trace line holds a few numbers).
+MAX_LINE_BYTES = 1 << 20
+_BLOCK_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True)
-class TraceFormat:
-    """How one file is read: its format's name and which column plays which role."""
-
-    name: str
-    columns: dict[str, str]
-    time_scale: float | None  # seconds per unit for numeric times; None = decide from values
+def is_jsonl(path: Path) -> bool:
+    """Whether a file is read as JSON lines (by its name: .jsonl, .ndjson, .json, + .gz)."""
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    return name.endswith((".jsonl", ".ndjson", ".json"))
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """A block of requests. Times in seconds (epoch or trace-relative), tokens as int64,
-    `pool` an index into the note's pools; optional columns are None when absent.
-    `lines` are the rows' line numbers in the file; `bytes_read` the file's bytes so far;
-    `format_name` the format the file was read as."""
+class _Lines:
+    """A file's lines, read in blocks of bytes and decoded as UTF-8; `line` counts the lines
+    handed out, `bytes_read` the file's bytes read so far (compressed, for a .gz)."""
 
-    t_s: np.ndarray
-    pool: np.ndarray
-    input_tokens: np.ndarray
-    output_tokens: np.ndarray
-    ttft_s: np.ndarray | None
-    e2e_s: np.ndarray | None
-    ok: np.ndarray | None
-    replica: np.ndarray | None
-    lines: np.ndarray
-    bytes_read: int
-    format_name: str
+    def __init__(self, path: Path, source: str):
+        self.source = source
+        try:
+            self.raw = open(path, "rb")  # noqa: SIM115 - closed in close()
+        except OSError as exc:
+            raise InputError(f"trace {str(path)!r} can't be read: "
+                             f"{exc.strerror or exc}") from None
+        self.stream = gzip.GzipFile(fileobj=self.raw) if path.name.endswith(".gz") else self.raw
+        self.line = 0
+        self.pending: list[str] = []
+        self.at = 0
+        self.rest = b""
+        self.eof = False
+        self.first = True
 
-
-def _norm(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
-
-
-def detect_format(names: list[str], jsonl: bool) -> TraceFormat:
-    """Which format a header (or first record's keys) is, and the column of each role."""
-    norm = {_norm(n): n for n in names}
-    cols: dict[str, str] = {}
-    for role, aliases in _ALIASES.items():
-        for a in aliases:
-            if a in norm:
-                cols[role] = norm[a]
-                break
-    keys = set(norm)
-    if {"timestamp", "contexttokens", "generatedtokens"} <= keys:
-        name, scale = "Azure LLM inference trace", None
-    elif {"request_tokens", "response_tokens", "model"} <= keys:
-        name, scale = "BurstGPT", 1.0
-    elif jsonl and {"input_length", "output_length"} <= keys:
-        name, scale = "Mooncake", 0.001
-    else:
-        name = "generic JSON lines" if jsonl else "generic CSV"
-        tcol = _norm(cols.get("time", ""))
-        scale = 0.001 if tcol.endswith("_ms") else 1.0 if tcol.endswith("_s") else None
-    return TraceFormat(name, cols, scale)
-
-
-class _CountingReader(io.RawIOBase):
-    """A raw binary reader that counts the bytes it has read (for progress)."""
-
-    def __init__(self, raw):
-        self.raw = raw
-        self.n = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        got = self.raw.readinto(b)
-        self.n += got or 0
-        return got
+    @property
+    def bytes_read(self) -> int:
+        return self.raw.tell() if not self.raw.closed else 0
 
     def close(self) -> None:
         self.raw.close()
-        super().close()
 
-
-def _open_text(path: Path) -> tuple[io.TextIOWrapper, _CountingReader]:
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed through the wrapper
-    except OSError as exc:
-        raise InputError(f"trace {str(path)!r} can't be read: {exc.strerror}") from None
-    counter = _CountingReader(raw)
-    stream = io.BufferedReader(counter, buffer_size=1 << 20)
-    if path.suffix == ".gz":
-        stream = gzip.GzipFile(fileobj=stream)
-    return io.TextIOWrapper(stream, encoding="utf-8", newline=""), counter
-
-
-def read_trace(path: str | Path, note: FleetNote, pool: str | None = None,
-               chunk_rows: int = CHUNK_ROWS) -> Iterator[Chunk]:
-    """Read one trace file in chunks of `chunk_rows` requests.
-
-    `pool` names the pool of every request in the file (needed when the file has no pool or
-    model column, as Azure and Mooncake files don't). Raises InputError for a refused column
-    or a bad row, naming the file and line.
-    """
-    path = Path(path)
-    fixed_pool = None
-    if pool is not None:
+    def _read(self) -> bytes:
         try:
-            fixed_pool = note.pools.index(note.pool(pool))
-        except KeyError:
-            raise InputError(f"--pool-of {path.name}={pool}: no pool {pool!r} in the note; "
-                             f"pools: {', '.join(p.pool_id for p in note.pools)}") from None
-    name = path.name[:-3] if path.name.endswith(".gz") else path.name
-    jsonl = name.endswith((".jsonl", ".ndjson", ".json"))
-    text, counter = _open_text(path)
-    with text:
-        try:
-            reader = _JsonlReader(text, path) if jsonl else _CsvReader(text, path)
-            fmt = detect_format(reader.names, jsonl)
-            _check_columns(path, fmt, reader.names)
-            if fixed_pool is None and "pool" not in fmt.columns and "model" not in fmt.columns:
-                if len(note.pools) != 1:
-                    raise InputError(
-                        f"trace {path.name} ({fmt.name}) has no pool column: give its pool "
-                        f"with --pool-of {path.name}=POOL (pools: "
-                        f"{', '.join(p.pool_id for p in note.pools)})")
-                fixed_pool = 0
-            for missing in ("time", "input", "output"):
-                if missing not in fmt.columns:
-                    raise InputError(
-                        f"trace {path.name}: no {missing} column; a generic trace has "
-                        "timestamp, pool, input_tokens, output_tokens (got columns "
-                        f"{', '.join(reader.names)})")
-            conv = _Converter(path, fmt, note, fixed_pool)
-            for columns, lines in reader.chunks(chunk_rows, fmt):
-                yield conv.chunk(columns, lines, counter.n)
-        except UnicodeDecodeError as exc:
-            raise InputError(f"trace {path.name}: not UTF-8 text ({exc.reason})") from None
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise InputError(f"trace {path.name} can't be read: {exc}") from None
+            return self.stream.read(_BLOCK_BYTES)
+        except (gzip.BadGzipFile, EOFError, zlib.error):
+            raise InputError(f"trace {self.source} can't be read: not a valid gzip file "
+                             "(corrupt or truncated)") from None
+        except OSError as exc:
+            raise InputError(f"trace {self.source} can't be read: "
+                             f"{exc.strerror or 'read error'}") from None
+
+    def _fill(self) -> bool:
+        """Decode the next block of whole lines into `pending`; False at the end."""
+        while not self.eof:
+            data = self._read()
+            if self.first:
+                data = data[3:] if data.startswith(_BOM) else data
+                self.first = False
+            if not data:
+                self.eof = True
+                block, self.rest = self.rest, b""
+            else:
+                buf = self.rest + data
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    if len(buf) > MAX_LINE_BYTES:
+                        self._too_long(self.line + len(self.pending) - self.at + 1)
+                    self.rest = buf
+                    continue
+                block, self.rest = buf[:cut], buf[cut:]
+                if len(self.rest) > MAX_LINE_BYTES:
+                    self._too_long(self.line + len(self.pending) - self.at
+                                   + block.count(b"\n") + 1)
+            if not block:
+                return False
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = (self.line + len(self.pending) - self.at
+                        + block[:exc.start].count(b"\n") + 1)
+                raise InputError(f"trace {self.source} line {line}: not UTF-8 text (save "
+                                 "the file as UTF-8)") from None
+            lines = text.replace("\r\n", "\n").split("\n")
+            if lines[-1] == "":
+                lines.pop()
+            longest = max(map(len, lines), default=0)
+            if longest > MAX_LINE_BYTES:
+                at = next(i for i, ln in enumerate(lines) if len(ln) > MAX_LINE_BYTES)
+                self._too_long(self.line + len(self.pending) - self.at + at + 1)
+            self.pending = self.pending[self.at:] + lines
+            self.at = 0
+            return True
+        return False
+
+    def _too_long(self, line: int):
+        raise InputError(f"trace {self.source} line {line}: longer than {MAX_LINE_BYTES:,} "
+                         "bytes; a trace line holds a few numbers (is this a trace?)")
+
+    def take(self, n: int) -> tuple[list[str], int]:
+        """Up to `n` lines and the line number of the first; no lines at the end."""
+        while len(self.pending) - self.at < n and self._fill():
+            pass
+        got = self.pending[self.at: self.at + n]
+        self.at += len(got)
+        first = self.line + 1
+        self.line += len(got)
+        return got, first
 
 
-def _check_columns(path: Path, fmt: TraceFormat, names: list[str]) -> None:
-    """Refuse a column whose name says it carries request or response text."""
-    used = set(fmt.columns.values())
-    for n in names:
-        if n in used or _norm(n) in _IGNORED:
-            continue
-        if _names_text(n):
-            raise _privacy(path, n)
+def _split_csv_line(text: str, line: int, source: str) -> list[str]:
+    if text.count('"') % 2:
+        raise InputError(f"trace {source} line {line}: a quoted field runs past the end of the "
+                         "line (a field holding a line break); a trace holds no text")
+    return next(csv.reader([text]))
 
 
-def _names_text(column: str) -> bool:
-    """Whether a column's name says it carries text: a text word, and not a count's ending."""
-    words = _norm(column).split("_")
-    return bool(set(words) & _TEXT_WORDS) and words[-1] not in _NUMERIC_ENDINGS
+class _CsvRows:
+    """CSV rows in blocks: rows without quotes are split with str.split (fast path); rows with
+    quotes go through the csv module. Every row must have the header's width."""
 
+    def __init__(self, lines: _Lines, source: str):
+        self.lines, self.source = lines, source
+        first, _ = lines.take(1)
+        if not first or not first[0].strip():
+            raise InputError(f"trace {source}: empty file or no header line")
+        self.names = [h.strip() for h in _split_csv_line(first[0], 1, source)]
 
-def _privacy(path: Path, column: str) -> InputError:
-    return InputError(
-        f"trace {path.name}: column {column!r} carries request or response text; the audit "
-        "takes a sanitized trace (the fleet note: do not include prompt or completion text). "
-        "Drop the column and send token counts only")
-
-
-def _looks_like_text(values) -> bool:
-    return any(isinstance(v, str) and len(v) > 40 and " " in v.strip() for v in values)
-
-
-class _CsvReader:
-    """CSV in blocks of lines: a block without quotes is split with str.split into one numpy
-    string array (fast path); a block with quotes goes through the csv module. A quoted field
-    may not span lines (a trace carries no text)."""
-
-    def __init__(self, text: io.TextIOWrapper, path: Path):
-        self.path = path
-        self.text = text
-        self.line = 1
-        header = next(csv.reader([next(text, "")]), None)
-        if not header or not any(h.strip() for h in header):
-            raise InputError(f"trace {path.name}: empty file or no header line")
-        self.names = [h.strip() for h in header]
-
-    def _split(self, block: list[str], lines: np.ndarray) -> np.ndarray:
+    def _table(self, body: list[str], lines: np.ndarray) -> np.ndarray:
         """Rows x columns of strings; raises naming the first row of the wrong width."""
         width = len(self.names)
-        if '"' not in "".join(block):
-            flat = ",".join(block).split(",")
-            if len(flat) == width * len(block):
-                return np.array(flat).reshape(len(block), width)
-            rows = [ln.split(",") for ln in block]
+        commas = np.fromiter((ln.count(",") for ln in body), dtype=np.int64, count=len(body))
+        quoted = [i for i, ln in enumerate(body) if '"' in ln]
+        if quoted:
+            rows = [ln.split(",") for ln in body]
+            for i in quoted:
+                rows[i] = _split_csv_line(body[i], int(lines[i]), self.source)
+            widths = np.array([len(r) for r in rows])
         else:
-            rows = list(csv.reader(block))
-        for i, r in enumerate(rows):
-            if len(r) != width:
-                raise InputError(f"trace {self.path.name} line {lines[i]}: {len(r)} fields, "
-                                 f"the header has {width}")
-        return np.array(rows, dtype=str).reshape(len(rows), width)
+            widths = commas + 1
+        wrong = np.flatnonzero(widths != width)
+        if len(wrong):
+            i = int(wrong[0])
+            raise InputError(f"trace {self.source} line {lines[i]}: {widths[i]} fields, the "
+                             f"header has {width}")
+        if quoted:
+            return np.array(rows, dtype=str).reshape(len(rows), width)
+        return np.array(",".join(body).split(",")).reshape(len(body), width)
 
-    def chunks(self, n: int, fmt: TraceFormat) -> Iterator[tuple[dict, np.ndarray]]:
+    def blocks(self, n: int, fmt: TraceFormat) -> Iterator[tuple[dict, np.ndarray]]:
         index = {name: i for i, name in enumerate(self.names)}
+        used = set(fmt.columns.values())
         unknown = [i for i, name in enumerate(self.names)
-                   if name not in fmt.columns.values() and _norm(name) not in _IGNORED]
+                   if name not in used and norm(name) not in IGNORED]
         while True:
-            raw = list(islice(self.text, n))
+            raw, first = self.lines.take(n)
             if not raw:
                 return
-            body = [ln.rstrip("\r\n") for ln in raw]
-            lines = np.arange(self.line + 1, self.line + 1 + len(raw))
-            self.line += len(raw)
-            keep = [i for i, ln in enumerate(body) if ln.strip()]
-            if len(keep) < len(body):
-                body, lines = [body[i] for i in keep], lines[keep]
-                if not body:
+            lines = np.arange(first, first + len(raw))
+            keep = [i for i, ln in enumerate(raw) if ln.strip()]
+            if len(keep) < len(raw):
+                raw, lines = [raw[i] for i in keep], lines[keep]
+                if not raw:
                     continue
-            table = self._split(body, lines)
+            table = self._table(raw, lines)
             for i in unknown:
-                if _looks_like_text(table[:, i]):
-                    raise _privacy(self.path, self.names[i])
+                name = self.names[i]
+                refuse_free_text(self.source, column(name, i + 1, fmt.known(name)), table[:, i])
             yield {role: table[:, index[c]] for role, c in fmt.columns.items()}, lines
 
 
-class _JsonlReader:
-    def __init__(self, text: io.TextIOWrapper, path: Path):
-        self.path = path
-        self.text = text
-        self.line = 0
+def _flat_object(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) < len(keys):
+        raise _Repeated
+    return dict(pairs)
+
+
+class _Repeated(ValueError):
+    pass
+
+
+class _JsonRows:
+    """JSON lines: one flat object per line; blank lines are skipped."""
+
+    def __init__(self, lines: _Lines, source: str):
+        self.lines, self.source = lines, source
         self.first: list[tuple[int, dict]] = []
-        for raw in text:
-            self.line += 1
-            if raw.strip():
-                self.first = [(self.line, self._load(raw, self.line))]
-                break
-        if not self.first:
-            raise InputError(f"trace {path.name}: empty file")
+        while not self.first:
+            got, at = lines.take(1)
+            if not got:
+                raise InputError(f"trace {source}: empty file")
+            if got[0].strip():
+                self.first = [(at, self._load(got[0], at))]
         self.names = list(self.first[0][1])
 
     def _load(self, raw: str, line: int) -> dict:
+        where = f"trace {self.source} line {line}"
         try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"trace {self.path.name} line {line}: not a JSON object "
-                             f"({exc.msg})") from None
+            rec = json.loads(raw, object_pairs_hook=_flat_object)
+        except _Repeated:
+            raise InputError(f"{where}: a key appears twice in the object; the audit can't "
+                             "tell which to read") from None
+        except RecursionError:
+            raise InputError(f"{where}: not a flat JSON object (nested too deep)") from None
+        except ValueError as exc:  # JSONDecodeError, and integers too long for Python
+            reason = getattr(exc, "msg", "a number too long to read")
+            raise InputError(f"{where}: not a JSON object ({reason})") from None
         if not isinstance(rec, dict):
-            raise InputError(f"trace {self.path.name} line {line}: not a JSON object")
+            raise InputError(f"{where}: not a JSON object")
         return rec
 
-    def chunks(self, n: int, fmt: TraceFormat) -> Iterator[tuple[dict[str, list], np.ndarray]]:
+    def blocks(self, n: int, fmt: TraceFormat) -> Iterator[tuple[dict, np.ndarray]]:
         known = set(fmt.columns.values())
         pending = self.first
+        self.first = []
         while True:
-            want, got = n - len(pending), 0
-            for raw in islice(self.text, want):
-                got += 1
-                self.line += 1
-                if raw.strip():
-                    pending.append((self.line, self._load(raw, self.line)))
+            raw, first = self.lines.take(n - len(pending))
+            for k, text in enumerate(raw):
+                if text.strip():
+                    pending.append((first + k, self._load(text, first + k)))
             if not pending:
-                if got < want:
+                if not raw:
                     return
                 continue
-            lines = np.array([ln for ln, _ in pending])
+            lines = np.array([ln for ln, _ in pending], dtype=np.int64)
             recs = [r for _, r in pending]
-            keys = set().union(*recs) - known
-            for k in keys:
-                if _norm(k) in _IGNORED:
+            for k in set().union(*recs) - known:
+                if norm(k) in IGNORED:
                     continue
-                if _names_text(k) or _looks_like_text(r.get(k) for r in recs):
-                    raise _privacy(self.path, k)
+                refuse_free_text(self.source, "a field the audit doesn't use",
+                                 [r.get(k) for r in recs])
             cols = {}
             for role, key in fmt.columns.items():
                 col = [r.get(key) for r in recs]
-                if role in ("time", "input", "output", "pool", "model") and None in col:
-                    i = col.index(None)
-                    raise InputError(f"trace {self.path.name} line {lines[i]}: field "
-                                     f"{key!r} is missing")
+                if role in ("time", "input", "output", "pool", "model"):
+                    missing = [i for i, r in enumerate(recs) if key not in r]
+                    if missing:
+                        raise InputError(f"trace {self.source} line {lines[missing[0]]}: field "
+                                         f"{key!r} is missing")
                 cols[role] = col
             yield cols, lines
             pending = []
-            if got < want:
+            if not raw:
                 return
 
 
-def _first_bad(path: Path, lines: np.ndarray, bad: np.ndarray, what: str, values,
-               allowed: str) -> InputError:
-    i = int(np.flatnonzero(bad)[0])
-    shown = str(values[i])
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    return InputError(f"trace {path.name} line {lines[i]}: {what} {shown!r}: {allowed}")
+@dataclass
+class TraceInfo:
+    """What reading a file's header and first row tells: its format, whether its times count
+    from the trace's start (relative), and what it warns about."""
+
+    source: str
+    format_name: str
+    relative: bool
+    warnings: list[str] = field(default_factory=list)
 
 
-class _Converter:
-    """Turns a chunk's raw columns (strings or JSON values) into a Chunk, checking every row."""
+class TraceReader:
+    """One trace file read in Chunks of `chunk_rows` requests (iterate over it once).
 
-    def __init__(self, path: Path, fmt: TraceFormat, note: FleetNote, fixed_pool: int | None):
-        self.path, self.fmt, self.note, self.fixed_pool = path, fmt, note, fixed_pool
-        self.time_scale = fmt.time_scale
-        self.iso: bool | None = None
-        self.pool_index: dict[str, int] = {}
+    `note` None reads every request into pool 0 (a trace without a fleet note). `pool` names
+    the pool of every request in the file (needed when the file has no pool or model column,
+    as Azure and Mooncake files don't). After reading, `warnings` holds what the file warns
+    about and `relative` its time base. Raises InputError for a refused column or a bad row,
+    naming the file and line.
+    """
 
-    def chunk(self, cols: dict, lines: np.ndarray, bytes_read: int) -> Chunk:
-        n = len(lines)
-        t = self._times(cols["time"], lines)
-        inp = self._tokens(cols["input"], lines, self.fmt.columns["input"])
-        out = self._tokens(cols["output"], lines, self.fmt.columns["output"])
-        if self.fixed_pool is not None:
-            pool = np.full(n, self.fixed_pool, dtype=np.int16)
-        else:
-            pool = self._pools(cols["pool"] if "pool" in cols else cols["model"], lines)
-        ttft = self._seconds(cols, "ttft", lines)
-        e2e = self._seconds(cols, "e2e", lines)
-        ok = None
-        if "status" in cols:
-            st = np.char.lower(np.char.strip(_strings(cols["status"])))
-            code = np.char.isdigit(st)
-            ok = np.isin(st, list(_OK_STATUS)) | (code & (np.char.str_len(st) == 3)
-                                                  & np.char.startswith(st, "2"))
-        replica = _strings(cols["replica"]) if "replica" in cols else None
-        return Chunk(t, pool, inp, out, ttft, e2e, ok, replica, lines, bytes_read,
-                     self.fmt.name)
+    def __init__(self, path: str | Path, note: FleetNote | None = None, pool: str | None = None,
+                 chunk_rows: int = CHUNK_ROWS):
+        self.path = Path(path)
+        self.note, self.pool, self.chunk_rows = note, pool, chunk_rows
+        self.source = self.path.name
+        self.warnings: list[str] = []
+        self.relative = False
+        self.format_name = "no rows"
 
-    def _times(self, values, lines: np.ndarray) -> np.ndarray:
-        col = self.fmt.columns["time"]
-        allowed = "allowed: ISO-8601 (2023-11-16 18:17:03.97), epoch seconds or milliseconds"
-        if self.iso is None:
-            first = values[0]
-            self.iso = not _is_number_like(first)
-        if self.iso:
-            arr = np.char.strip(_strings(values))
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    ns = arr.astype("datetime64[ns]")
-            except ValueError:
-                bad = np.array([not _parses_iso(v) for v in arr])
-                raise _first_bad(self.path, lines, bad, f"timestamp ({col})", arr,
-                                 allowed) from None
-            bad = np.isnat(ns)
-            if bad.any():
-                raise _first_bad(self.path, lines, bad, f"timestamp ({col})", arr, allowed)
-            return ns.astype(np.int64) / 1e9
-        t = _floats(values)
-        if t is None:
-            bad = np.array([not _is_number_like(v) for v in values])
-            raise _first_bad(self.path, lines, bad, f"timestamp ({col})", values, allowed)
-        bad = ~np.isfinite(t)
-        if bad.any():
-            raise _first_bad(self.path, lines, bad, f"timestamp ({col})", values, allowed)
-        if self.time_scale is None:
-            self.time_scale = 0.001 if abs(t[0]) > 1e11 else 1.0
-        return t * self.time_scale
-
-    def _tokens(self, values, lines: np.ndarray, col: str) -> np.ndarray:
-        allowed = "tokens must be a non-negative integer"
-        v = _floats(values)
-        if v is None:
-            bad = np.array([not _is_number_like(x) for x in values])
-            raise _first_bad(self.path, lines, bad, f"{col}", values, allowed)
-        bad = ~np.isfinite(v) | (v < 0) | (v != np.floor(v))
-        if bad.any():
-            raise _first_bad(self.path, lines, bad, f"{col}", values, allowed)
-        return v.astype(np.int64)
-
-    def _seconds(self, cols: dict, role: str, lines: np.ndarray) -> np.ndarray | None:
-        if role not in cols:
+    def _fixed_pool(self) -> int | None:
+        if self.pool is None or self.note is None:
             return None
-        col = self.fmt.columns[role]
-        values = ["nan" if v is None or (isinstance(v, str) and not v.strip()) else v
-                  for v in cols[role]]
-        v = _floats(values)
-        allowed = "a latency must be a number >= 0 (or blank)"
-        if v is None:
-            bad = np.array([not _is_number_like(x) for x in values])
-            raise _first_bad(self.path, lines, bad, col, values, allowed)
-        bad = v < 0
-        if bad.any():
-            raise _first_bad(self.path, lines, bad, col, values, allowed)
-        return v * (0.001 if _norm(col).endswith("_ms") else 1.0)
+        try:
+            return self.note.pools.index(self.note.pool(self.pool))
+        except KeyError:
+            raise InputError(f"--pool-of {self.source}={self.pool}: no pool {self.pool!r} in the "
+                             f"note; pools: {', '.join(p.pool_id for p in self.note.pools)}"
+                             ) from None
 
-    def _pools(self, values, lines: np.ndarray) -> np.ndarray:
-        values = _strings(values)
-        names, inverse = np.unique(values, return_inverse=True)
-        index = np.empty(len(names), dtype=np.int16)
-        for j, name in enumerate(names):
-            if name not in self.pool_index:
-                try:
-                    self.pool_index[name] = self.note.pools.index(self.note.pool(name))
-                except KeyError:
-                    bad = np.asarray(inverse == j)
-                    col = self.fmt.columns.get("pool") or self.fmt.columns["model"]
-                    known = ", ".join(p.pool_id for p in self.note.pools)
-                    raise _first_bad(self.path, lines, bad, f"unknown pool ({col})",
-                                     values,
-                                     f"allowed: the note's pools ({known}), their models or "
-                                     "aliases") from None
-            index[j] = self.pool_index[name]
-        return index[inverse]
+    def __iter__(self) -> Iterator[Chunk]:
+        fixed_pool = self._fixed_pool()
+        jsonl = is_jsonl(self.path)
+        lines = _Lines(self.path, self.source)
+        try:
+            rows = _JsonRows(lines, self.source) if jsonl else _CsvRows(lines, self.source)
+            fmt = detect_format(rows.names, jsonl, self.source)
+            self.format_name = fmt.name
+            fixed_pool = self._pool_rule(fmt, fixed_pool)
+            own = list(self.warnings)
+            self._check_roles(fmt, rows.names)
+            conv = Converter(self.source, fmt, self.note, fixed_pool)
+            for cols, line_numbers in rows.blocks(self.chunk_rows, fmt):
+                chunk = conv.chunk(cols, line_numbers, lines.bytes_read)
+                self.relative = chunk.relative
+                self.warnings = own + conv.warnings
+                yield chunk
+        finally:
+            lines.close()
 
+    def _pool_rule(self, fmt: TraceFormat, fixed_pool: int | None) -> int | None:
+        has_column = "pool" in fmt.columns or "model" in fmt.columns
+        if self.note is None:
+            return None
+        if fixed_pool is not None and has_column:
+            col = fmt.columns.get("pool") or fmt.columns["model"]
+            self.warnings.append(
+                f"trace {self.source}: --pool-of puts every request in pool {self.pool}; its "
+                f"column {col!r} is not read")
+        if fixed_pool is None and not has_column:
+            if len(self.note.pools) != 1:
+                raise InputError(
+                    f"trace {self.source} ({fmt.name}) has no pool column: give its pool with "
+                    f"--pool-of {self.source}=POOL (pools: "
+                    f"{', '.join(p.pool_id for p in self.note.pools)})")
+            fixed_pool = 0
+        return fixed_pool
 
-def _strings(values) -> np.ndarray:
-    """The values as a numpy string array (CSV columns already are one)."""
-    if isinstance(values, np.ndarray) and values.dtype.kind == "U":
-        return values
-    return np.asarray([str(v) for v in values])
-
-
-def _floats(values) -> np.ndarray | None:
-    """The values as float64, or None when one of them isn't a number."""
-    try:
-        if isinstance(values, np.ndarray) or (values and isinstance(values[0], str)):
-            return np.asarray(values).astype(np.float64)
-        return np.asarray(values, dtype=np.float64)
-    except (ValueError, TypeError):
-        return None
-
-
-def _is_number_like(v) -> bool:
-    if isinstance(v, bool):
-        return False
-    if isinstance(v, int | float):
-        return True
-    try:
-        float(str(v))
-        return True
-    except ValueError:
-        return False
+    def _check_roles(self, fmt: TraceFormat, names: list[str]) -> None:
+        for missing in ("time", "input", "output"):
+            if missing not in fmt.columns:
+                known = [n for n in names if fmt.known(n)]
+                other = len(names) - len(known)
+                got = ", ".join(known) if known else "none the audit knows"
+                raise InputError(
+                    f"trace {self.source}: no {missing} column; a generic trace has "
+                    f"timestamp, pool, input_tokens, output_tokens (got columns: {got}"
+                    + (f", and {other} the audit doesn't use" if known and other else "") + ")")
 
 
-def _parses_iso(v: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return not np.isnat(np.datetime64(v, "ns"))
-    except ValueError:
-        return False
+def read_trace(path: str | Path, note: FleetNote | None = None, pool: str | None = None,
+               chunk_rows: int = CHUNK_ROWS) -> Iterator[Chunk]:
+    """Read one trace file in Chunks of `chunk_rows` requests (see :class:`TraceReader`)."""
+    yield from TraceReader(path, note, pool, chunk_rows)
+
+
+def peek_trace(path: str | Path, note: FleetNote | None = None,
+               pool: str | None = None) -> TraceInfo:
+    """Read a file's header and first row: its format, time base and warnings (an empty
+    trace reads as absolute)."""
+    reader = TraceReader(path, note, pool, chunk_rows=1)
+    chunks = iter(reader)
+    next(chunks, None)
+    chunks.close()
+    return TraceInfo(reader.source, reader.format_name, reader.relative, list(reader.warnings))
