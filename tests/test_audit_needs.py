@@ -15,8 +15,8 @@ from schedatrix.audit.audit import Settings, audit_files, run_audit
 from schedatrix.audit.histogram import IntHistogram
 from schedatrix.audit.needs import autoscaled, replicas_needed, size_pool
 from schedatrix.audit.note import parse_note
-from schedatrix.audit.synth import constant_rate_csv, write_rows
 from schedatrix.audit.sparse import Counts, group
+from schedatrix.audit.synth import constant_rate_csv, write_rows
 from schedatrix.audit.tally import tally_traces
 
 NOTE_TEXT = """

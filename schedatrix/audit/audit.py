@@ -260,13 +260,14 @@ def _replica_rates(pt, mean_rps: float, window_s: float) -> tuple[tuple, bool]:
     return rates, not numeric
 
 
-def _seconds(tally: Tally) -> tuple[np.ndarray, np.ndarray]:
-    """The seconds that hold an arrival in any pool (sorted) and the first row of each."""
+def _seconds(tally: Tally) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seconds that hold an arrival in any pool (sorted), and the first and the last row
+    of each (row codes)."""
     items = [p.seconds.items() for p in tally.pools]
     keys = np.concatenate([k for k, _ in items])
-    codes = np.concatenate([v[:, 1] for _, v in items])
-    uniq, first = group(keys, [], [codes])
-    return uniq, first[:, 0]
+    uniq, rows = group(keys, [], [np.concatenate([v[:, 1] for _, v in items]),
+                                  np.concatenate([v[:, 2] for _, v in items])])
+    return uniq, rows[:, 0], -rows[:, 1]
 
 
 def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
@@ -281,8 +282,8 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
                              f"{', '.join(p.pool_id for p in note.pools)}") from None
     if tally.n == 0:
         raise InputError("the traces hold no requests")
-    seconds, first_codes = _seconds(tally)
-    window = make_window(seconds, first_codes, bucket_s, settings.gap_s,
+    seconds, first_rows, last_rows = _seconds(tally)
+    window = make_window(seconds, first_rows, last_rows, bucket_s, settings.gap_s,
                          settings.delay_buckets)
     duration = window.duration_s
     window_s = float(window.seconds)

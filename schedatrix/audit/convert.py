@@ -161,7 +161,7 @@ class Converter:
                 raise self._bad(lines, i, self.fmt.columns[role], v,
                                 "allowed: a short id or code")
         arr = _strings(values)
-        if looks_like_text(arr.tolist()):
+        if looks_like_text(arr):
             raise InputError(
                 f"trace {self.source}: column {self.fmt.columns[role]!r} carries free text "
                 "(a value of more than 40 characters with spaces); the audit takes a sanitized "

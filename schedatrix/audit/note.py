@@ -157,9 +157,9 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
         problems.append("[fleet] table is missing (required: gpus = \"8 x NVIDIA A100 80GB\")")
         fleet = {}
     for key in sorted(set(data) - {"fleet", "pools"}):
-        problems.append(f"unknown table or field {key!r} (allowed: [fleet], [pools.ID])")
+        problems.append(f"unknown table or field {_short(key)} (allowed: [fleet], [pools.ID])")
     for key in sorted(set(fleet) - _FLEET_KEYS):
-        problems.append(f"unknown field {key!r} in [fleet] (allowed: "
+        problems.append(f"unknown field {_short(key)} in [fleet] (allowed: "
                         f"{', '.join(sorted(_FLEET_KEYS))})")
 
     gpu_count, gpu_type = 0, ""
@@ -234,7 +234,7 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
         return None
     n_before = len(problems)
     for key in sorted(set(raw) - _POOL_KEYS):
-        problems.append(f"unknown field {key!r} in {where} (allowed: "
+        problems.append(f"unknown field {_short(key)} in {where} (allowed: "
                         f"{', '.join(sorted(_POOL_KEYS))})")
 
     model = raw.get("model")
@@ -247,7 +247,8 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
     if role is not None:
         role = str(role).lower()
         if role not in ("small", "large"):
-            problems.append(f"{where} role = {raw.get('role')!r}: allowed \"small\" or \"large\"")
+            problems.append(f"{where} role = {_short(raw.get('role'))}: allowed \"small\" or "
+                            "\"large\"")
 
     scaling, lo, hi, gpus = _capacity(raw, where, problems)
 
@@ -269,7 +270,7 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
                                                 problems)
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        problems.append(f"{where} aliases = {aliases!r}: must be a list of names")
+        problems.append(f"{where} aliases = {_short(aliases)}: must be a list of names")
         aliases = []
     if len(problems) > n_before:
         return None
@@ -285,7 +286,7 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
     if not _blank(phrase):
         m = _CAPACITY.match(str(phrase))
         if not m:
-            problems.append(f"{where} capacity = {phrase!r} can't be read: write "
+            problems.append(f"{where} capacity = {_short(phrase)} can't be read: write "
                             "\"fixed, 3 replicas, 1 GPU/replica\" or "
                             "\"autoscaled, 1-4 replicas, 1 GPU/replica\"")
             return "fixed", 0, 0, 0
@@ -294,7 +295,8 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
         hi = int(m["hi"]) if m["hi"] else lo
         gpus = int(m["gpus"])
         if scaling == "fixed" and m["hi"] and lo != hi:
-            problems.append(f"{where} capacity = {phrase!r}: a fixed pool has one replica count")
+            problems.append(f"{where} capacity = {_short(phrase)}: a fixed pool has one replica "
+                            "count")
     else:
         scaling = str(raw.get("scaling", "")).lower()
         replicas = raw.get("replicas")
@@ -307,7 +309,7 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
                             f"(or {', '.join(missing)})")
             return "fixed", 0, 0, 0
         if scaling not in ("fixed", "autoscaled"):
-            problems.append(f"{where} scaling = {raw.get('scaling')!r}: allowed \"fixed\" or "
+            problems.append(f"{where} scaling = {_short(raw.get('scaling'))}: allowed \"fixed\" or "
                             "\"autoscaled\"")
         if isinstance(replicas, list) and len(replicas) == 2 and all(
                 isinstance(r, int) and not isinstance(r, bool) for r in replicas):
@@ -315,11 +317,11 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
         elif isinstance(replicas, int) and not isinstance(replicas, bool):
             lo = hi = replicas
         else:
-            problems.append(f"{where} replicas = {replicas!r}: an integer (fixed) or "
+            problems.append(f"{where} replicas = {_short(replicas)}: an integer (fixed) or "
                             "[min, max] (autoscaled)")
             lo = hi = 0
         if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
-            problems.append(f"{where} gpus_per_replica = {gpus!r}: must be an integer >= 1")
+            problems.append(f"{where} gpus_per_replica = {_short(gpus)}: must be an integer >= 1")
             gpus = -1  # reported
     if lo > hi:
         problems.append(f"{where} replica range {lo}-{hi}: min {lo} > max {hi}")

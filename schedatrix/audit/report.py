@@ -20,10 +20,15 @@ from .audit import Audit, PoolAudit
 from .needs import POLICY_NAMES, Policy
 
 __all__ = ["verdict", "markdown", "to_json", "plot_demand", "plot_replicas", "plot_bill",
-           "write_report", "prepare_out", "FIGURES"]
+           "write_report", "prepare_out", "FIGURES", "MAX_SERIES"]
 
 #: The report's figures: file name -> (title, function).
 FIGURES = ("demand.png", "replicas.png", "bill.png")
+#: audit.json carries the per-bucket series up to this many pieces (buckets, or runs of empty
+#: buckets); above, they are left out (null) so the report's memory stays bounded.
+MAX_SERIES = 100_000
+#: The figures draw at most this many steps: above, each step is the maximum of a group.
+MAX_STEPS = 4000
 
 
 def _pct(x: float | None) -> str:
@@ -113,9 +118,9 @@ def plot_demand(a: Audit, fig: Figure | None = None) -> Figure:
     x, label = _window_time(a)
     for ax, p in zip(axes, a.pools, strict=True):
         s = p.sizing
-        ax.step(x, s.rate_rps, where="post", label="demand (req/s)", color="C0")
-        ax.step(x, s.configured.replicas * p.replica_rps, where="post", color="C1",
-                label="configured capacity")
+        xs, rate, cap = _steps(x, s.rate_rps, s.configured.replicas * p.replica_rps)
+        ax.step(xs, rate, where="post", label="demand (req/s)", color="C0")
+        ax.step(xs, cap, where="post", color="C1", label="configured capacity")
         ax.axhline(p.config.max_replicas * p.replica_rps, color="C3", ls="--",
                    label=f"maximum ({p.config.max_replicas} replicas)")
         ax.set_ylabel("requests/s")
@@ -132,8 +137,9 @@ def plot_replicas(a: Audit, fig: Figure | None = None) -> Figure:
     axes = fig.subplots(len(a.pools), 1, sharex=True, squeeze=False)[:, 0]
     x, label = _window_time(a)
     for ax, p in zip(axes, a.pools, strict=True):
-        ax.step(x, p.sizing.needed, where="post", label="needed", color="C2")
-        ax.step(x, p.sizing.configured.replicas, where="post", label="provisioned", color="C1")
+        xs, need, prov = _steps(x, p.sizing.needed, p.sizing.configured.replicas)
+        ax.step(xs, need, where="post", label="needed", color="C2")
+        ax.step(xs, prov, where="post", label="provisioned", color="C1")
         ax.set_ylabel("replicas")
         ax.set_title(f"{p.config.pool_id}: headroom {a.settings.headroom:.0%}, "
                      f"{p.replica_rps:g} req/s per replica", fontsize=10)
@@ -169,6 +175,19 @@ def plot_bill(a: Audit, fig: Figure | None = None) -> Figure:
     return fig
 
 
+def _series(a: Audit, values: np.ndarray) -> list | None:
+    """A per-piece series for audit.json, or None above `MAX_SERIES` pieces."""
+    return None if len(a.duration_s) > MAX_SERIES else values.tolist()
+
+
+def _steps(x: np.ndarray, *ys: np.ndarray) -> tuple[np.ndarray, ...]:
+    """At most `MAX_STEPS` steps to draw: each the first x and the largest y of a group."""
+    if len(x) <= MAX_STEPS:
+        return (x, *ys)
+    starts = np.linspace(0, len(x), MAX_STEPS, endpoint=False).astype(np.int64)
+    return (x[starts], *(np.maximum.reduceat(y, starts) for y in ys))
+
+
 def _policy_json(r: Policy, a: Audit) -> dict:
     p = a.note.price_per_gpu_hour
     return {"gpu_hours": r.gpu_hours, "idle_gpu_hours": r.idle_gpu_hours,
@@ -176,7 +195,7 @@ def _policy_json(r: Policy, a: Audit) -> dict:
             "idle_dollars": None if p is None else r.idle_gpu_hours * p,
             "unmet_share": r.unmet_share, "convergence": r.convergence,
             "capacity_ok": r.capacity_ok, "convergence_ok": r.convergence_ok,
-            "replicas": r.replicas.tolist()}
+            "replicas": _series(a, r.replicas)}
 
 
 def to_json(a: Audit) -> dict:
@@ -202,9 +221,9 @@ def to_json(a: Audit) -> dict:
             "error_share": p.error_share,
             "unchecked_objectives": list(p.unchecked_objectives),
             "replica_rates": [vars(x) for x in p.replica_rates],
-            "series": {"rate_rps": s.rate_rps.tolist(), "tok_s": (
-                p.tokens / a.duration_s).tolist(), "needed": s.needed.tolist(),
-                "provisioned": s.configured.replicas.tolist()},
+            "series": None if len(a.duration_s) > MAX_SERIES else {
+                "rate_rps": s.rate_rps.tolist(), "tok_s": (p.tokens / a.duration_s).tolist(),
+                "needed": s.needed.tolist(), "provisioned": s.configured.replicas.tolist()},
         }
     out = {
         "fleet": {"gpus": a.note.gpu_count, "gpu_type": a.note.gpu_type,
@@ -216,9 +235,9 @@ def to_json(a: Audit) -> dict:
                      "delay_buckets": a.settings.delay_buckets,
                      "route_below": a.settings.route_below},
         "window": {"start_s": a.t_start_s, "end_s": a.t_end_s, "seconds": a.window_s,
-                   "bucket_start_s": a.bucket_start_s.tolist(),
-                   "bucket_duration_s": a.duration_s.tolist(),
-                   "bucket_count": ([] if a.window is None else a.window.n_buckets.tolist()),
+                   "bucket_start_s": _series(a, a.bucket_start_s),
+                   "bucket_duration_s": _series(a, a.duration_s),
+                   "bucket_count": (None if a.window is None else _series(a, a.window.n_buckets)),
                    "gaps": [] if a.window is None else [
                        {"before_s": g.before_s, "after_s": g.after_s, "seconds": g.seconds}
                        for g in a.window.gaps]},

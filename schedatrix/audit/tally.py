@@ -2,7 +2,7 @@
 
 Per pool the tally keeps (:class:`~.sparse.Counts`, only the keys that occur):
 - requests per second that holds any (for burstiness, the window and its gaps), with the first
-  row of each second (file and line, to name the rows around a gap);
+  and the last row of each second (file and line, to name the rows around a gap);
 - requests and tokens per time bucket and input-length bin (``bucket_s`` seconds, aligned to
   multiples of ``bucket_s`` from time 0, so minutes fall on the minute; the bins' edges are the
   routing thresholds the what-if can use);
@@ -76,13 +76,14 @@ def routing_edges(extra: Iterable[int] = ()) -> tuple[int, ...]:
 class PoolTally:
     """Everything the audit keeps of one pool's requests (see the module docstring).
 
-    ``seconds``: key = second, columns (requests, first row code); ``cells``: key = bucket x
+    ``seconds``: key = second, columns (requests, first row code, -last row code); ``cells``:
+    key = bucket x
     (len(edges) + 1) + input bin, columns (requests, input + output tokens).
     """
 
     bucket_s: int
     edges: tuple[int, ...]
-    seconds: Counts = field(default_factory=lambda: Counts(1, 1))
+    seconds: Counts = field(default_factory=lambda: Counts(1, 2))
     cells: Counts = field(default_factory=lambda: Counts(2))
     input_hist: IntHistogram = field(default_factory=IntHistogram)
     output_hist: IntHistogram = field(default_factory=IntHistogram)
@@ -104,7 +105,7 @@ class PoolTally:
         """Add one pool's slice of a chunk (arrays of equal length; optional ones may be None;
         `codes` are the rows' :func:`row_code`)."""
         sec = np.floor(t_s).astype(np.int64)
-        self.seconds.add(*group(sec, [None], [codes]))
+        self.seconds.add(*group(sec, [None], [codes, -codes]))
         b = np.searchsorted(np.asarray(self.edges), input_tokens, side="right")
         cell = (sec // self.bucket_s) * self.n_bins + b
         self.cells.add(*group(cell, [None, input_tokens + output_tokens]))

@@ -30,8 +30,9 @@ DEFAULT_GAP_S = 3600
 
 @dataclass(frozen=True)
 class Gap:
-    """An empty stretch left out of the window: the seconds of the arrivals on either side and
-    the first row (a :func:`~.tally.row_code`) of each of those seconds."""
+    """An empty stretch left out of the window: the seconds of the arrivals on either side,
+    the last row of the second before and the first row of the second after (row codes,
+    :func:`~.tally.row_code`)."""
 
     before_s: int
     after_s: int
@@ -78,17 +79,18 @@ class Window:
         return np.searchsorted(self.first_bucket, bucket, side="right") - 1
 
 
-def make_window(seconds: np.ndarray, first_codes: np.ndarray, bucket_s: int, gap_s: int,
-                delay_buckets: int) -> Window:
-    """The window of the seconds that hold arrivals (sorted, unique, int64; `first_codes` the
-    first row of each), for a bucket, a gap length and an autoscaler delay."""
+def make_window(seconds: np.ndarray, first_rows: np.ndarray, last_rows: np.ndarray,
+                bucket_s: int, gap_s: int, delay_buckets: int) -> Window:
+    """The window of the seconds that hold arrivals (sorted, unique, int64; `first_rows` and
+    `last_rows` the row codes of the first and last row of each), for a bucket, a gap length
+    and an autoscaler delay."""
     seconds = np.asarray(seconds, dtype=np.int64)
     limit = max(int(gap_s), bucket_s)
     cut = np.flatnonzero(np.diff(seconds) > limit)
     first_s = seconds[np.concatenate([[0], cut + 1])]
     last_s = seconds[np.concatenate([cut, [len(seconds) - 1]])]
-    gaps = tuple(Gap(int(seconds[i]), int(seconds[i + 1]), int(first_codes[i]),
-                     int(first_codes[i + 1])) for i in cut)
+    gaps = tuple(Gap(int(seconds[i]), int(seconds[i + 1]), int(last_rows[i]),
+                     int(first_rows[i + 1])) for i in cut)
     seg_lo, seg_hi = first_s // bucket_s, last_s // bucket_s
 
     busy = np.unique(seconds // bucket_s)
