@@ -270,6 +270,20 @@ def _seconds(tally: Tally) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return uniq, rows[:, 0], -rows[:, 1]
 
 
+def _per_piece(pt, window: Window, nb: int, below: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """A pool's requests and tokens per piece of the window (of the input bins below `below`
+    only, when given: the requests the routing what-if moves)."""
+    keys, vals = pt.cells.items()
+    if below is not None:
+        short = keys % nb < below
+        keys, vals = keys[short], vals[short]
+    piece = window.piece_of(keys // nb)
+    n = len(window.duration_s)
+    return (np.bincount(piece, weights=vals[:, 0], minlength=n),
+            np.bincount(piece, weights=vals[:, 1], minlength=n))
+
+
 def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
     """Audit a tally with the given knobs (pure: reads nothing, prints nothing)."""
     settings = settings or Settings()
@@ -287,7 +301,6 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
                          settings.delay_buckets)
     duration = window.duration_s
     window_s = float(window.seconds)
-    n_pieces = len(duration)
     notes: list[str] = list(tally.warnings) + _gap_notes(tally, window, settings.gap_s)
     if note.beyond_first_pass:
         notes.append("Beyond the standard first pass (" + "; ".join(note.beyond_first_pass)
@@ -304,16 +317,7 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
 
     pools, raw, relabelled = [], {}, False
     for cfg, pt in zip(note.pools, tally.pools, strict=True):
-        keys, vals = pt.cells.items()
-        piece = window.piece_of(keys // nb)
-        requests = np.bincount(piece, weights=vals[:, 0], minlength=n_pieces)
-        tokens = np.bincount(piece, weights=vals[:, 1], minlength=n_pieces)
-        if below is not None:
-            short = keys % nb < below
-            moved = np.bincount(piece[short], weights=vals[short, 0], minlength=n_pieces)
-            moved_tok = np.bincount(piece[short], weights=vals[short, 1], minlength=n_pieces)
-        else:
-            moved = moved_tok = None
+        requests, tokens = _per_piece(pt, window, nb)
         override = settings.replica_rps.get(cfg.pool_id)
         rps = override if override is not None else cfg.replica_rps
         assumed = override is None and cfg.replica_rps_assumed
@@ -364,7 +368,7 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
             latency=tuple(latency), error_share=error_share, unchecked_objectives=tuple(unchecked),
             replica_rates=reps,
         ))
-        raw[cfg.pool_id] = (requests, tokens, moved, moved_tok)
+        raw[cfg.pool_id] = (requests, tokens)
 
     if any(p.replica_rates for p in pools):
         hours = window_s / 3600
@@ -386,8 +390,9 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
                          "pool (name them with --route-from and --route-to).")
         else:
             by_id = {p.config.pool_id: p for p in pools}
-            sr, st, moved, moved_tok = raw[src.pool_id]
-            dr, dt, _, _ = raw[dst.pool_id]
+            sr, st = raw[src.pool_id]
+            dr, dt = raw[dst.pool_id]
+            moved, moved_tok = _per_piece(tally.pools[note.pools.index(src)], window, nb, below)
             what_if = route(
                 settings.route_below, source=src, source_requests=sr, source_tokens=st,
                 moved_requests=moved, moved_tokens=moved_tok,

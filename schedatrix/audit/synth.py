@@ -116,12 +116,14 @@ def packaged_hour() -> dict[str, Path]:
 
 
 def two_pool_trace(path: str | Path, n_requests: int, seed: int = 1,
-                   rps: float = 400.0) -> Path:
+                   rps: float = 400.0, gap_s: float = 0.0) -> Path:
     """A generic CSV of `n_requests` over two pools (70% small, 30% large), epoch-second
     timestamps in shuffled order (arrivals needn't be sorted), time to first token and a
-    replica id per request: the benchmark's trace."""
+    replica id per request: the benchmark's trace. `gap_s` moves the later half of the
+    arrivals that many seconds later (a trace with a gap)."""
     rng = np.random.default_rng(seed)
     t = 1_700_000_000 + np.sort(rng.random(n_requests)) * (n_requests / rps)
+    t[n_requests // 2:] += gap_s
     large = rng.random(n_requests) < 0.3
     inp = np.where(large, _lognormal(rng, n_requests, 1469, 7302, 32_000),
                    _lognormal(rng, n_requests, 1020, 4083, 32_000))

@@ -79,6 +79,13 @@ class Window:
         return np.searchsorted(self.first_bucket, bucket, side="right") - 1
 
 
+def _unique_sorted(a: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (np.unique hashes, slowly for millions here)."""
+    if len(a) < 2:
+        return a
+    return a[np.concatenate([[True], a[1:] != a[:-1]])]
+
+
 def make_window(seconds: np.ndarray, first_rows: np.ndarray, last_rows: np.ndarray,
                 bucket_s: int, gap_s: int, delay_buckets: int) -> Window:
     """The window of the seconds that hold arrivals (sorted, unique, int64; `first_rows` and
@@ -93,18 +100,18 @@ def make_window(seconds: np.ndarray, first_rows: np.ndarray, last_rows: np.ndarr
                      int(first_rows[i + 1])) for i in cut)
     seg_lo, seg_hi = first_s // bucket_s, last_s // bucket_s
 
-    busy = np.unique(seconds // bucket_s)
+    busy = _unique_sorted(seconds // bucket_s)
     busy_stretch = np.searchsorted(seg_lo, busy, side="right") - 1
     step = np.diff(busy)
     runs = np.flatnonzero((step > 1) & (busy_stretch[1:] == busy_stretch[:-1]))
-    starts = np.union1d(busy, busy[runs] + 1)
+    starts = _unique_sorted(np.sort(np.concatenate([busy, busy[runs] + 1]), kind="stable"))
     stretch = np.searchsorted(seg_lo, starts, side="right") - 1
 
     d = int(min(max(int(delay_buckets), 0), int((seg_hi - seg_lo).max()) + 1))
     if d:
         later = starts + d
         inside = later <= seg_hi[stretch]
-        starts = np.union1d(starts, later[inside])
+        starts = _unique_sorted(np.sort(np.concatenate([starts, later[inside]]), kind="stable"))
         stretch = np.searchsorted(seg_lo, starts, side="right") - 1
     ends = np.append(starts[1:], 0)
     last_of_stretch = np.append(stretch[1:] != stretch[:-1], True)
