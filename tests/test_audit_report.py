@@ -216,11 +216,12 @@ def test_report_writes_into_a_fresh_directory(tmp_path):
     assert all(p.exists() for p in paths.values())
 
 
-def test_progress_sees_every_byte(tmp_path):
+def test_progress_sees_every_row(tmp_path):
     f = constant_rate_csv(tmp_path / "c.csv", {"small": 50.0, "large": 20.0}, seconds=3600)
+    g = constant_rate_csv(tmp_path / "d.csv", {"small": 1.0}, seconds=60)
     seen = []
-    tally_traces(load_note(EXAMPLE), [(f, None)], on_progress=seen.append)
-    assert len(seen) >= 2 and sum(seen) == f.stat().st_size   # one call per chunk
+    tally_traces(load_note(EXAMPLE), [(f, None), (g, None)], on_progress=seen.append)
+    assert seen == [252_000, 60]   # one call per chunk, with its rows
 
 
 def test_the_explorer_widgets_rerun_the_audit():

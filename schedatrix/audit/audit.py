@@ -422,9 +422,11 @@ def _route_pool(note: FleetNote, name: str | None, role: str, flag: str) -> Pool
 
 def audit_files(note: FleetNote, files: Iterable[tuple[str | Path, str | None]],
                 settings: Settings | None = None, bucket_s: int = 60,
-                on_progress: Callable[[int], None] | None = None) -> Audit:
-    """Read the traces (each a (path, pool or None) pair) and audit them in one call."""
+                on_progress: Callable[[int], None] | None = None,
+                run: Callable | None = None, engine: str = "arrow") -> Audit:
+    """Read the traces (each a (path, pool or None) pair) and audit them in one call
+    (`on_progress`, `run` and `engine`: see :func:`~.tally.tally_traces`)."""
     settings = settings or Settings()
     extra = [settings.route_below] if settings.route_below is not None else []
-    tally = tally_traces(note, files, bucket_s, extra, on_progress)
+    tally = tally_traces(note, files, bucket_s, extra, on_progress, run, engine)
     return run_audit(tally, settings)

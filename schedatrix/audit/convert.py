@@ -28,7 +28,7 @@ from .formats import TraceFormat, norm
 from .note import FleetNote
 from .privacy import looks_like_text, shown
 
-__all__ = ["Chunk", "Converter", "ABSOLUTE_FROM_S", "TIME_END_S", "MAX_TOKENS",
+__all__ = ["Chunk", "Labels", "Converter", "ABSOLUTE_FROM_S", "TIME_END_S", "MAX_TOKENS",
            "MAX_LATENCY_S", "refuse_free_text"]
 
 #: A numeric time (in seconds) at least this large is epoch time (after 3 March 1973).
@@ -45,6 +45,35 @@ _TIMES = ("allowed: ISO-8601 (2023-11-16 18:17:03.97) from 1970 to 2199, or a nu
 
 
 @dataclass(frozen=True)
+class Labels:
+    """Short text values per row (replica ids, status codes), as codes into their distinct
+    names: counting them is a bincount, whatever reader made them."""
+
+    codes: np.ndarray          # int64 per row: an index into names
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Labels:
+        """Labels of a numpy string array."""
+        names, inverse = np.unique(values, return_inverse=True)
+        return cls(inverse.reshape(-1).astype(np.int64), tuple(names.tolist()))
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows) -> Labels:
+        return Labels(self.codes[rows], self.names)
+
+    def tolist(self) -> list[str]:
+        return [self.names[c] for c in self.codes.tolist()]
+
+    def counts(self) -> dict[str, int]:
+        """How many rows carry each name (names that occur only)."""
+        n = np.bincount(self.codes, minlength=len(self.names))
+        return {name: int(c) for name, c in zip(self.names, n.tolist(), strict=True) if c}
+
+
+@dataclass(frozen=True)
 class Chunk:
     """A block of requests. Times in seconds (epoch, or from the trace's start when
     `relative`), tokens as int64, `pool` an index into the note's pools (0 without a note);
@@ -58,7 +87,7 @@ class Chunk:
     ttft_s: np.ndarray | None
     e2e_s: np.ndarray | None
     ok: np.ndarray | None
-    replica: np.ndarray | None
+    replica: Labels | None
     lines: np.ndarray
     bytes_read: int
     format_name: str
@@ -118,8 +147,9 @@ class Converter:
     """
 
     def __init__(self, source: str, fmt: TraceFormat, note: FleetNote | None,
-                 fixed_pool: int | None):
+                 fixed_pool: int | None, row_word: str = "line"):
         self.source, self.fmt, self.note, self.fixed_pool = source, fmt, note, fixed_pool
+        self.row_word = row_word
         self.unit_s = fmt.time_unit_s
         self.iso: bool | None = None
         self.relative: bool | None = None
@@ -127,8 +157,8 @@ class Converter:
         self.warnings: list[str] = []
 
     def _bad(self, lines: np.ndarray, i: int, col: str, value, allowed: str) -> InputError:
-        return InputError(f"trace {self.source} line {lines[i]}: {col} is {shown(value)}: "
-                          f"{allowed}")
+        return InputError(f"trace {self.source} {self.row_word} {lines[i]}: {col} is "
+                          f"{shown(value)}: {allowed}")
 
     def chunk(self, cols: dict, lines: np.ndarray, bytes_read: int) -> Chunk:
         """Check one block's columns (role -> raw values) and make its Chunk."""
@@ -145,35 +175,44 @@ class Converter:
         e2e = self._seconds(cols, "e2e", lines)
         ok = None
         if "status" in cols:
-            st = self._texts(cols, "status", lines)
-            st = np.char.lower(np.char.strip(st))
-            code = np.char.isdigit(st) & (np.char.str_len(st) == 3) & np.char.startswith(st, "2")
-            ok = np.isin(st, list(_OK_STATUS)) | code
-        replica = self._texts(cols, "replica", lines) if "replica" in cols else None
+            st = self._labels(cols, "status", lines)
+            names = np.char.lower(np.char.strip(np.array(st.names, dtype=str)))
+            code = (np.char.isdigit(names) & (np.char.str_len(names) == 3)
+                    & np.char.startswith(names, "2"))
+            ok = (np.isin(names, list(_OK_STATUS)) | code)[st.codes]
+        replica = self._labels(cols, "replica", lines) if "replica" in cols else None
         return Chunk(t, pool, inp, out, ttft, e2e, ok, replica, lines, bytes_read,
                      self.fmt.name, bool(self.relative))
 
-    def _texts(self, cols: dict, role: str, lines: np.ndarray) -> np.ndarray:
-        """A text column (status, replica): refused when it carries free text."""
+    def _labels(self, cols: dict, role: str, lines: np.ndarray) -> Labels:
+        """A text column (status, replica) as Labels: refused when it carries free text."""
         values = cols[role]
-        for i, v in enumerate(values if not isinstance(values, np.ndarray) else ()):
-            if isinstance(v, list | dict) or v is None:
-                raise self._bad(lines, i, self.fmt.columns[role], v,
-                                "allowed: a short id or code")
-        arr = _strings(values)
-        if looks_like_text(arr):
+        if not isinstance(values, Labels):
+            for i, v in enumerate(values if not isinstance(values, np.ndarray) else ()):
+                if isinstance(v, list | dict) or v is None:
+                    raise self._bad(lines, i, self.fmt.columns[role], v,
+                                    "allowed: a short id or code")
+            values = Labels.of(_strings(values))
+        if looks_like_text(values.names):
             raise InputError(
                 f"trace {self.source}: column {self.fmt.columns[role]!r} carries free text "
                 "(a value of more than 40 characters with spaces); the audit takes a sanitized "
                 "trace: ids and codes only")
-        return arr
+        return values
 
     def _times(self, values, lines: np.ndarray) -> np.ndarray:
         col = self.fmt.columns["time"]
+        parsed = isinstance(values, np.ndarray) and values.dtype.kind == "M"
         if self.iso is None:
             first = values[0]
-            self.iso = isinstance(first, str) and not _is_number_like(first)
-        if self.iso:
+            self.iso = parsed or (isinstance(first, str) and not _is_number_like(first))
+        if parsed:  # epoch times a columnar reader parsed already
+            us = values.astype("datetime64[us]")
+            if np.isnat(us).any():
+                i = int(np.flatnonzero(np.isnat(us))[0])
+                raise self._bad(lines, i, f"timestamp ({col})", None, _TIMES)
+            t = us.astype(np.int64) / 1e6
+        elif self.iso:
             t = self._iso(values, lines, col)
         else:
             t = self._numeric_times(values, lines, col)
@@ -236,7 +275,10 @@ class Converter:
             return None
         col = self.fmt.columns[role]
         raw = cols[role]
-        if isinstance(raw, np.ndarray):
+        if isinstance(raw, np.ndarray) and raw.dtype.kind == "f":  # nulls read as NaN
+            blank = np.isnan(raw)
+            values = raw
+        elif isinstance(raw, np.ndarray):
             blank = np.char.str_len(np.char.strip(raw)) == 0
             values = np.where(blank, "nan", raw) if blank.any() else raw
         else:
@@ -256,13 +298,14 @@ class Converter:
         return v
 
     def _pools(self, values, lines: np.ndarray, col: str) -> np.ndarray:
-        for i, v in enumerate(values if not isinstance(values, np.ndarray) else ()):
-            if not isinstance(v, str):
-                raise self._bad(lines, i, col, v, "allowed: a pool id, model or alias")
-        values = _strings(values)
-        names, inverse = np.unique(values, return_inverse=True)
+        if not isinstance(values, Labels):
+            for i, v in enumerate(values if not isinstance(values, np.ndarray) else ()):
+                if not isinstance(v, str):
+                    raise self._bad(lines, i, col, v, "allowed: a pool id, model or alias")
+            values = Labels.of(_strings(values))
+        names, inverse = values.names, values.codes
         index = np.empty(len(names), dtype=np.int16)
-        for j, name in enumerate(names.tolist()):
+        for j, name in enumerate(names):
             if name not in self.pool_index:
                 try:
                     self.pool_index[name] = self.note.pools.index(self.note.pool(name))
@@ -270,11 +313,12 @@ class Converter:
                     i = int(np.flatnonzero(inverse == j)[0])
                     known = ", ".join(p.pool_id for p in self.note.pools)
                     raise InputError(
-                        f"trace {self.source} line {lines[i]}: {col} names no pool of the note "
+                        f"trace {self.source} {self.row_word} {lines[i]}: {col} names no pool "
+                        "of the note "
                         f"({shown(name)}); allowed: the note's pools ({known}), their models or "
                         "aliases") from None
             index[j] = self.pool_index[name]
-        return index[inverse.reshape(-1)]
+        return index[inverse]
 
 
 def refuse_free_text(source: str, where: str, values) -> None:

@@ -32,8 +32,12 @@ def shown(value) -> str:
     """A field's value as a message may show it: quoted when it is a number or a timestamp,
     otherwise described without its content (blank, true, a JSON list, a text of N
     characters)."""
+    if isinstance(value, np.generic):
+        value = value.item()
     if value is None:
         return "null"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        value = int(value)  # a count read as a float (Parquet, pyarrow) shows as written
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

@@ -20,7 +20,7 @@ from .audit import Audit, PoolAudit
 from .needs import POLICY_NAMES, Policy
 
 __all__ = ["verdict", "markdown", "to_json", "plot_demand", "plot_replicas", "plot_bill",
-           "write_report", "prepare_out", "FIGURES", "MAX_SERIES"]
+           "write_report", "prepare_out", "json_text", "FIGURES", "MAX_SERIES"]
 
 #: The report's figures: file name -> (title, function).
 FIGURES = ("demand.png", "replicas.png", "bill.png")
@@ -363,14 +363,18 @@ def markdown(a: Audit) -> str:
     return "\n".join(out)
 
 
+def json_text(a: Audit) -> str:
+    """audit.json's text: every figure (:func:`to_json`), NaN and infinities as null."""
+    return json.dumps(_clean(to_json(a)), indent=1, allow_nan=False)
+
+
 def write_report(a: Audit, out_dir: str | Path) -> dict[str, Path]:
     """Write report.md, the PNG figures and audit.json into `out_dir`; return their paths."""
     out = prepare_out(out_dir)
     paths = {"markdown": out / "report.md", "json": out / "audit.json"}
     try:
         paths["markdown"].write_text(markdown(a), encoding="utf-8")
-        paths["json"].write_text(json.dumps(_clean(to_json(a)), indent=1, allow_nan=False),
-                                 encoding="utf-8")
+        paths["json"].write_text(json_text(a), encoding="utf-8")
         for name, plot in zip(FIGURES, (plot_demand, plot_replicas, plot_bill), strict=True):
             fig = plot(a)
             paths[name] = out / name

@@ -16,13 +16,14 @@ __all__ = ["Counts", "group"]
 _BIG = np.iinfo(np.int64).max
 
 
-def group(keys: np.ndarray, sums: list[np.ndarray], mins: list[np.ndarray] = ()
-          ) -> tuple[np.ndarray, np.ndarray]:
+def group(keys: np.ndarray, sums: list[np.ndarray], mins: list[np.ndarray] = (),
+          maxs: list[np.ndarray] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Group equal keys: (sorted unique keys, values) where values[:, j] is the sum of
-    ``sums[j]`` (int64 arrays) or, after the sums, the minimum of ``mins[j]`` over each key's
-    rows. A sum of None counts the rows."""
+    ``sums[j]`` (int64 arrays), then the minimum of each of ``mins``, then the negated maximum
+    of each of ``maxs`` (so a :class:`Counts` keeps it as a minimum) over each key's rows. A
+    sum of None counts the rows."""
     n = len(keys)
-    width = len(sums) + len(mins)
+    width = len(sums) + len(mins) + len(maxs)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros((0, width), np.int64)
     lo, hi = int(keys.min()), int(keys.max())
@@ -44,6 +45,10 @@ def group(keys: np.ndarray, sums: list[np.ndarray], mins: list[np.ndarray] = ()
             first = np.full(span, _BIG, dtype=np.int64)
             np.minimum.at(first, rel, m)
             out.append(first[present])
+        for m in maxs:
+            last = np.full(span, -_BIG, dtype=np.int64)
+            np.maximum.at(last, rel, m)
+            out.append(-last[present])
         return present + lo, np.column_stack(out) if out else np.zeros((len(present), 0))
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
@@ -55,6 +60,8 @@ def group(keys: np.ndarray, sums: list[np.ndarray], mins: list[np.ndarray] = ()
             out.append(np.add.reduceat(np.asarray(s, dtype=np.int64)[order], starts))
     for m in mins:
         out.append(np.minimum.reduceat(np.asarray(m, dtype=np.int64)[order], starts))
+    for m in maxs:
+        out.append(-np.maximum.reduceat(np.asarray(m, dtype=np.int64)[order], starts))
     return sk[starts], np.column_stack(out)
 
 

@@ -100,32 +100,6 @@ class PoolTally:
     def n_bins(self) -> int:
         return len(self.edges) + 1
 
-    def add(self, t_s, input_tokens, output_tokens, ttft_s, e2e_s, ok, replica,
-            codes: np.ndarray) -> None:
-        """Add one pool's slice of a chunk (arrays of equal length; optional ones may be None;
-        `codes` are the rows' :func:`row_code`)."""
-        sec = np.floor(t_s).astype(np.int64)
-        self.seconds.add(*group(sec, [None], [codes, -codes]))
-        b = np.searchsorted(np.asarray(self.edges), input_tokens, side="right")
-        cell = (sec // self.bucket_s) * self.n_bins + b
-        self.cells.add(*group(cell, [None, input_tokens + output_tokens]))
-        self.input_hist.add(input_tokens)
-        self.output_hist.add(output_tokens)
-        for arr, hist in ((ttft_s, self.ttft_ms), (e2e_s, self.e2e_ms)):
-            if arr is not None:
-                ms = arr[np.isfinite(arr)] * 1000
-                hist.add(np.rint(ms).astype(np.int64))
-        if ok is not None:
-            self.n_status += len(ok)
-            self.n_errors += int((~ok).sum())
-        if replica is not None:
-            ids, counts = np.unique(replica, return_counts=True)
-            for r, c in zip(ids.tolist(), counts.tolist(), strict=True):
-                self.replicas[r] = self.replicas.get(r, 0) + c
-        self.n += len(t_s)
-        self.t_min = min(self.t_min, float(t_s.min()))
-        self.t_max = max(self.t_max, float(t_s.max()))
-
     def merge(self, other: PoolTally) -> None:
         """Add another tally of the same pool (same bucket and edges)."""
         self.seconds.merge(other.seconds)
@@ -173,6 +147,7 @@ class Tally:
     has_replicas: bool = False
 
     def __post_init__(self):
+        self._lut = None
         if (not isinstance(self.bucket_s, int) or isinstance(self.bucket_s, bool)
                 or not 1 <= self.bucket_s <= MAX_BUCKET_S):
             raise InputError(f"bucket = {self.bucket_s!r} s: must be a whole number of "
@@ -181,23 +156,91 @@ class Tally:
 
     def add(self, chunk: Chunk, file_index: int = 0, offset_s: float = 0.0) -> None:
         """Add a chunk of requests read from file number `file_index`, its times moved by
-        `offset_s` seconds (a relative file's placement)."""
+        `offset_s` seconds (a relative file's placement).
+
+        Every count is made for all pools at once: the pool is the last digit of each key
+        (key x n_pools + pool), so a chunk costs a few passes whatever the number of pools."""
+        n = len(chunk.t_s)
+        if n == 0:
+            return
         self.has_ttft |= chunk.ttft_s is not None
         self.has_e2e |= chunk.e2e_s is not None
         self.has_status |= chunk.ok is not None
         self.has_replicas |= chunk.replica is not None
+        n_pools, nb = len(self.pools), len(self.edges) + 1
+        pool = chunk.pool.astype(np.int64)
         t = chunk.t_s + offset_s if offset_s else chunk.t_s
         codes = row_code(file_index, chunk.lines)
-        one = len(self.pools) == 1
-        for p in np.unique(chunk.pool).tolist():
-            rows = slice(None) if one else chunk.pool == p
+        sec = np.floor(t).astype(np.int64)
+        self._split("seconds", *group(sec * n_pools + pool, [None], [codes], [codes]))
+        cell = ((sec // self.bucket_s) * nb + self._bins(chunk.input_tokens)) * n_pools + pool
+        self._split("cells", *group(cell, [None, chunk.input_tokens + chunk.output_tokens]))
+        for values, name in ((chunk.input_tokens, "input_hist"),
+                             (chunk.output_tokens, "output_hist")):
+            self._histogram(name, values, pool)
+        for arr, name in ((chunk.ttft_s, "ttft_ms"), (chunk.e2e_s, "e2e_ms")):
+            if arr is not None:
+                given = np.isfinite(arr)
+                ms = np.rint(arr[given] * 1000).astype(np.int64)
+                self._histogram(name, ms, pool[given])
+        per_pool = np.bincount(pool, minlength=n_pools).tolist()
+        errors = (np.bincount(pool, weights=~chunk.ok, minlength=n_pools).astype(np.int64)
+                  .tolist() if chunk.ok is not None else None)
+        if chunk.replica is not None:
+            k = len(chunk.replica.names)
+            by_pool = np.bincount(pool * k + chunk.replica.codes,
+                                  minlength=n_pools * k).reshape(n_pools, k).tolist()
+        lo = np.full(n_pools, np.inf)
+        hi = np.full(n_pools, -np.inf)
+        np.minimum.at(lo, pool, t)
+        np.maximum.at(hi, pool, t)
+        for p, pt in enumerate(self.pools):
+            if not per_pool[p]:
+                continue
+            pt.n += per_pool[p]
+            pt.t_min, pt.t_max = min(pt.t_min, float(lo[p])), max(pt.t_max, float(hi[p]))
+            if errors is not None:
+                pt.n_status += per_pool[p]
+                pt.n_errors += errors[p]
+            if chunk.replica is not None:
+                for name, c in zip(chunk.replica.names, by_pool[p], strict=True):
+                    if c:
+                        pt.replicas[name] = pt.replicas.get(name, 0) + c
 
-            def pick(a, rows=rows):
-                return None if a is None else a[rows]
+    def _bins(self, input_tokens: np.ndarray) -> np.ndarray:
+        """Each request's input-length bin (a lookup table up to the last edge)."""
+        last = self.edges[-1]
+        if last > 1 << 22:
+            return np.searchsorted(np.asarray(self.edges), input_tokens, side="right")
+        if self._lut is None:
+            self._lut = np.searchsorted(np.asarray(self.edges), np.arange(last + 1),
+                                        side="right").astype(np.int8)
+        return self._lut[np.minimum(input_tokens, last)]
 
-            self.pools[p].add(t[rows], chunk.input_tokens[rows], chunk.output_tokens[rows],
-                              pick(chunk.ttft_s), pick(chunk.e2e_s), pick(chunk.ok),
-                              pick(chunk.replica), codes[rows])
+    def _split(self, name: str, keys: np.ndarray, values: np.ndarray) -> None:
+        """Hand grouped keys (key x n_pools + pool) to each pool's counter."""
+        n_pools = len(self.pools)
+        if n_pools == 1:
+            getattr(self.pools[0], name).add(keys, values)
+            return
+        owner = keys % n_pools
+        for p, pt in enumerate(self.pools):
+            mine = owner == p
+            if mine.any():
+                getattr(pt, name).add(keys[mine] // n_pools, values[mine])
+
+    def _histogram(self, name: str, values: np.ndarray, pool: np.ndarray) -> None:
+        """Add integer values to each pool's histogram (values at or above its cap share the
+        top bin): one bincount of pool x (largest + 1) + value."""
+        if len(values) == 0:
+            return
+        cap = getattr(self.pools[0], name).cap
+        v = np.minimum(values, cap)
+        width = int(v.max()) + 1
+        counts = np.bincount(pool * width + v, minlength=len(self.pools) * width)
+        for pt, row in zip(self.pools, counts.reshape(len(self.pools), width), strict=True):
+            if row.any():
+                getattr(pt, name).add_counts(row)
 
     def merge(self, other: Tally) -> None:
         """Add another tally of the same note, bucket and edges (its files follow ours)."""
@@ -211,6 +254,9 @@ class Tally:
         self.has_e2e |= other.has_e2e
         self.has_status |= other.has_status
         self.has_replicas |= other.has_replicas
+
+    def __getstate__(self):
+        return {**self.__dict__, "_lut": None}   # the lookup table is remade when needed
 
     @property
     def t_min(self) -> float:
@@ -236,12 +282,13 @@ class FileJob:
 
 
 def tally_file(note: FleetNote, job: FileJob, bucket_s: int, edges: tuple[int, ...],
-               offset_s: float = 0.0, on_progress: Callable[[int], None] | None = None
-               ) -> Tally:
-    """Tally one file into a Tally of its own (its rows' codes carry `job.index`)."""
+               offset_s: float = 0.0, on_progress: Callable[[int], None] | None = None,
+               engine: str = "arrow") -> Tally:
+    """Tally one file into a Tally of its own (its rows' codes carry `job.index`);
+    `on_progress(rows)` is called after each chunk with the rows it held."""
     tally = Tally(note, bucket_s, edges)
-    reader = TraceReader(job.path, note, job.pool)
-    rows, done, lo, hi = 0, 0, math.inf, -math.inf
+    reader = TraceReader(job.path, note, job.pool, engine=engine)
+    rows, lo, hi = 0, math.inf, -math.inf
     for chunk in reader:
         tally.add(chunk, job.index, offset_s)
         rows += len(chunk.t_s)
@@ -249,8 +296,7 @@ def tally_file(note: FleetNote, job: FileJob, bucket_s: int, edges: tuple[int, .
             lo = min(lo, float(chunk.t_s.min()) + offset_s)
             hi = max(hi, float(chunk.t_s.max()) + offset_s)
         if on_progress is not None:
-            on_progress(chunk.bytes_read - done)
-        done = chunk.bytes_read
+            on_progress(len(chunk.t_s))
     tally.files.append(TraceFile(reader.source, reader.format_name, rows, reader.relative,
                                  offset_s, lo, hi))
     tally.warnings += reader.warnings
@@ -286,14 +332,15 @@ def _when(t_s: float) -> str:
 def tally_traces(note: FleetNote, files: Iterable[tuple[str | Path, str | None]],
                  bucket_s: int = 60, thresholds: Iterable[int] = (),
                  on_progress: Callable[[int], None] | None = None,
-                 run: Callable | None = None) -> Tally:
+                 run: Callable | None = None, engine: str = "arrow") -> Tally:
     """Read each (file, pool or None) into one Tally.
 
-    `thresholds` are extra routing edges (input tokens); `on_progress(bytes)` is called with
-    the bytes read since the last call (the command line hangs a progress bar on it). Files
+    `thresholds` are extra routing edges (input tokens); `on_progress(rows)` is called with
+    the rows read since the last call (the command line hangs a progress bar on it). Files
     with epoch times are read first; relative ones are then placed at their first arrival.
-    `run(jobs, offset_s)`, when given, tallies a list of jobs elsewhere (a cluster) and returns
-    their tallies in order.
+    `run(note, jobs, bucket_s, edges, offset_s)`, when given, tallies a list of jobs elsewhere
+    (a cluster, see :mod:`.cluster`) and returns their tallies in order. `engine`: see
+    :class:`~.trace.TraceReader`.
     """
     edges = routing_edges(thresholds)
     Tally(note, bucket_s, edges)  # checks the bucket before any reading
@@ -301,8 +348,9 @@ def tally_traces(note: FleetNote, files: Iterable[tuple[str | Path, str | None]]
 
     def tally_all(group_jobs: list[FileJob], offset_s: float) -> list[Tally]:
         if run is not None:
-            return run(group_jobs, offset_s)
-        return [tally_file(note, j, bucket_s, edges, offset_s, on_progress) for j in group_jobs]
+            return run(note, group_jobs, bucket_s, edges, offset_s) if group_jobs else []
+        return [tally_file(note, j, bucket_s, edges, offset_s, on_progress, engine)
+                for j in group_jobs]
 
     absolute = [j for j in jobs if not j.relative]
     relative = [j for j in jobs if j.relative]
