@@ -51,6 +51,9 @@ def same_chunks(a, b):
         if x.replica is not None:
             assert x.replica.tolist() == y.replica.tolist()
         assert (x.format_name, x.relative) == (y.format_name, y.relative)
+        for k in ("hash_offsets", "hash_values"):   # Mooncake's hash_ids, in CSR form
+            u, v = getattr(x, k), getattr(y, k)
+            assert (u is None) == (v is None) and (u is None or u.tolist() == v.tolist()), k
 
 
 GOOD = {
@@ -70,8 +73,11 @@ GOOD = {
                  "Total tokens,Log Type\n5,ChatGPT,472,18,490,Conversation log\n"
                  "45,GPT-4,1087,0,1087,API log\n60,ChatGPT,200,30,230,Conversation log\n", None),
     "mooncake": ("m.jsonl", "".join(json.dumps({"timestamp": i * 1500, "input_length": 600 + i,
-                                                 "output_length": 20, "hash_ids": [i, i + 1]})
+                                                 "output_length": 20, "hash_ids": [i, i + 1][:i]})
                                      + "\n" for i in range(7)) + "\n\n", "small"),
+    "mooncake, hashes missing": ("m2.jsonl", "".join(json.dumps(
+        {"timestamp": i * 1500, "input_length": 6, "output_length": 2}
+        | ({"hash_ids": [2**62, i]} if i % 3 == 0 else {})) + "\n" for i in range(7)), "small"),
     "generic jsonl": ("j.jsonl", "\n".join(json.dumps(
         {"timestamp": f"2024-09-02T14:00:0{i}", "pool": "large", "input_tokens": 100 + i,
          "output_tokens": 7, "ttft_ms": None if i == 2 else 30 + i, "status": 200,

@@ -106,6 +106,9 @@ def role_columns(table: pa.Table, fmt: TraceFormat, iso: bool, strict: bool) -> 
     (Parquet) nulls become NaN or the text "null", and the checks name their row."""
     cols = {}
     for role, name in fmt.columns.items():
+        if role == "hashes":
+            cols[role] = _hashes(table, name, strict)
+            continue
         arr = table.column(name).combine_chunks()
         if arr.null_count and role not in _OPTIONAL:
             if strict:
@@ -127,6 +130,29 @@ def role_columns(table: pa.Table, fmt: TraceFormat, iso: bool, strict: bool) -> 
         else:
             cols[role] = _labels(arr if _is_text_type(arr.type) else pc.cast(arr, pa.string()))
     return cols
+
+
+def _hashes(table: pa.Table, name: str, strict: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A column of integer lists (Mooncake's hash_ids; missing = none) as CSR (offsets,
+    values), int64; any other type raises Slow (the reference names the bad row)."""
+    n = table.num_rows
+    if name not in table.column_names:
+        return np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
+    arr = table.column(name).combine_chunks()
+    if pa.types.is_null(arr.type):
+        return np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
+    if not ((pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type))
+            and (pa.types.is_integer(arr.type.value_type) or pa.types.is_null(
+                arr.type.value_type))):
+        raise Slow
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = arr.flatten()
+    if flat.null_count or (pa.types.is_unsigned_integer(flat.type) and len(flat)
+                           and pc.max(flat).as_py() >= 2**63):
+        raise Slow
+    return offsets, flat.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _text_numbers(arr) -> np.ndarray:
@@ -159,6 +185,8 @@ def _check_unknown(table: pa.Table, fmt: TraceFormat, names: list[str], jsonl: b
 def _types(fmt: TraceFormat, iso: bool) -> dict[str, pa.DataType]:
     types = {}
     for role, name in fmt.columns.items():
+        if role == "hashes":
+            continue   # a list per row, read by _hashes
         if role == "time":
             types[name] = pa.string() if iso else pa.float64()
         else:

@@ -78,7 +78,10 @@ class Chunk:
     """A block of requests. Times in seconds (epoch, or from the trace's start when
     `relative`), tokens as int64, `pool` an index into the note's pools (0 without a note);
     optional columns are None when absent. `lines` are the rows' line numbers in the file;
-    `bytes_read` the file's bytes so far; `format_name` the format the file was read as."""
+    `bytes_read` the file's bytes so far; `format_name` the format the file was read as.
+    `hash_offsets`, `hash_values` (int64): the rows' ``hash_ids`` in CSR form, row i's being
+    ``hash_values[hash_offsets[i]:hash_offsets[i + 1]]`` (offsets from 0 in each chunk);
+    None when the file has no ``hash_ids``."""
 
     t_s: np.ndarray
     pool: np.ndarray
@@ -92,6 +95,8 @@ class Chunk:
     bytes_read: int
     format_name: str
     relative: bool = False
+    hash_offsets: np.ndarray | None = None
+    hash_values: np.ndarray | None = None
 
 
 def _is_number_like(v) -> bool:
@@ -181,8 +186,29 @@ class Converter:
                     & np.char.startswith(names, "2"))
             ok = (np.isin(names, list(_OK_STATUS)) | code)[st.codes]
         replica = self._labels(cols, "replica", lines) if "replica" in cols else None
+        offsets, values = self._hashes(cols["hashes"], lines) if "hashes" in cols else (
+            None, None)
         return Chunk(t, pool, inp, out, ttft, e2e, ok, replica, lines, bytes_read,
-                     self.fmt.name, bool(self.relative))
+                     self.fmt.name, bool(self.relative), offsets, values)
+
+    def _hashes(self, values, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """JSON ``hash_ids`` (a list of integers per row; missing = none) in CSR form; a
+        columnar reader hands them over as (offsets, values) already."""
+        if isinstance(values, tuple):
+            return values
+        col = self.fmt.columns["hashes"]
+        rows = [[] if v is None else v for v in values]
+        for i, r in enumerate(rows):
+            if not isinstance(r, list) or not all(
+                    isinstance(h, int) and not isinstance(h, bool) for h in r):
+                raise self._bad(lines, i, col, values[i],
+                                "allowed: a list of integers (prefix-block hashes)")
+            if any(abs(h) >= 2**63 for h in r):
+                raise self._bad(lines, i, col, values[i], "allowed: integers that fit in 64 bits")
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=offsets[1:])
+        flat = np.fromiter((h for r in rows for h in r), dtype=np.int64, count=int(offsets[-1]))
+        return offsets, flat
 
     def _labels(self, cols: dict, role: str, lines: np.ndarray) -> Labels:
         """A text column (status, replica) as Labels: refused when it carries free text."""

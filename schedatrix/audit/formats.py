@@ -5,7 +5,9 @@ Formats, recognised from the header (CSV) or the first record's keys (JSON lines
 - generic (CSV or JSON lines): ``timestamp``, ``pool``, ``input_tokens``, ``output_tokens``;
   optional ``ttft_s`` or ``ttft_ms``, ``e2e_s`` or ``e2e_ms``, ``status``, ``replica``.
 - Azure LLM inference 2023: ``TIMESTAMP, ContextTokens, GeneratedTokens``.
-- Mooncake (JSON lines): ``timestamp`` (ms), ``input_length``, ``output_length``, ``hash_ids``.
+- Mooncake (JSON lines): ``timestamp`` (ms), ``input_length``, ``output_length``, ``hash_ids``
+  (a JSON lines file's ``hash_ids``, lists of integers, are carried per request: role
+  ``hashes``; a CSV's are ignored).
 - BurstGPT: ``Timestamp`` (s), ``Model``, ``Request tokens``, ``Response tokens``,
   ``Total tokens``, ``Log Type``.
 
@@ -112,6 +114,10 @@ def detect_format(names: list[str], jsonl: bool, source: str = "trace") -> Trace
                 f"{role} of a request; keep one")
         if found:
             cols[role] = found[0]
+    if jsonl:  # Mooncake's prefix-block hashes, carried per request (the serving replay)
+        hashes = [n for n in names if norm(n) == "hash_ids"]
+        if hashes:
+            cols["hashes"] = hashes[0]
     keys = {norm(n) for n in names}
     if {"timestamp", "contexttokens", "generatedtokens"} <= keys:
         name, unit = "Azure LLM inference trace", None

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Speed of the serving simulator, with the plain reference beside the fast one.
+
+1. The Azure conversation hour (19,366 requests, ../shared/traces) on 4 replicas of
+   Llama 3.1 8B on A100s: read + simulate + figures (target: under 2 s).
+2. A 1,000,000-request synthetic load (Poisson, 40 req/s, lognormal lengths) on 16 replicas
+   of the same, in a fresh process so its peak memory is its own (targets: under 60 s, 1 GB).
+3. The reference and the fast simulator on the same arrivals: time, iterations, events per
+   second, the speed-up, and whether their figures agree.
+
+    .venv/bin/python benchmarks/bench_serving.py [--requests 1000000] [--repeat 3]
+
+Times are CPU seconds of this process (best of --repeat) and wall seconds; the machine may be
+shared, so the wall figure can be higher than the CPU one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+AZURE = (ROOT.parent / "shared" / "traces" / "azure-llm-2023"
+         / "AzureLLMInferenceTrace_conv_2023.csv")
+
+
+def _timed(fn, repeat):
+    best_cpu = best_wall = float("inf")
+    out = None
+    for _ in range(repeat):
+        c, w = time.process_time(), time.perf_counter()
+        out = fn()
+        best_cpu = min(best_cpu, time.process_time() - c)
+        best_wall = min(best_wall, time.perf_counter() - w)
+    return out, best_cpu, best_wall
+
+
+def azure_hour(repeat: int) -> None:
+    from schedatrix.serving.deployment import Design
+    from schedatrix.serving.metrics import figures
+    from schedatrix.serving.replay import replay
+    from schedatrix.serving.simulate import simulate
+    if not AZURE.exists():
+        print(f"1. Azure hour: skipped ({AZURE} is absent: it lives in ../shared)")
+        return
+
+    def job():
+        req = replay(AZURE)
+        run = simulate(req, Design(model="llama-3.1-8b", gpu="a100-80gb", replicas=4))
+        return req, run, figures(run)
+
+    (req, run, f), cpu, wall = _timed(job, repeat)
+    print(f"1. Azure conversation hour: {len(req):,} requests on 4 x Llama 3.1 8B / A100")
+    print(f"   read + simulate + figures: {cpu:.2f} s CPU, {wall:.2f} s wall (best of {repeat})"
+          f"   target < 2 s: {'met' if wall < 2 else 'MISSED'}")
+    print(f"   {run.events:,} events for {run.iterations:,} iterations; TTFT p95 "
+          f"{f.ttft_p95 * 1000:.0f} ms, ITL p95 {f.itl_p95 * 1000:.1f} ms")
+
+
+def million_child(n: int) -> None:
+    """Run in a fresh process: print one JSON line with the figures."""
+    from schedatrix.serving.deployment import Design
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.metrics import figures
+    from schedatrix.serving.simulate import simulate
+    c, w = time.process_time(), time.perf_counter()
+    load = Load(rate_rps=40.0, input_len="lognormal:800,0.8", output_len="lognormal:150,0.8")
+    req = generate(load, seed=1, requests=n)
+    gen = time.perf_counter() - w
+    run = simulate(req, Design(model="llama-3.1-8b", gpu="a100-80gb", replicas=16))
+    f = figures(run)
+    print(json.dumps({"requests": n, "cpu_s": time.process_time() - c,
+                      "wall_s": time.perf_counter() - w, "generate_s": gen,
+                      "events": run.events, "iterations": run.iterations,
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "ttft_p95": f.ttft_p95, "itl_p95": f.itl_p95,
+                      "completed": f.completed}))
+
+
+def million(n: int) -> None:
+    out = subprocess.run([sys.executable, __file__, "--child", str(n)], capture_output=True,
+                         text=True, check=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    ok = r["wall_s"] < 60 and r["peak_rss_mb"] < 1024
+    print(f"2. {r['requests']:,}-request synthetic load (Poisson 40 req/s) on 16 x 8B / A100")
+    print(f"   generate + simulate + figures: {r['cpu_s']:.1f} s CPU, {r['wall_s']:.1f} s wall, "
+          f"peak memory {r['peak_rss_mb']:.0f} MB   targets < 60 s, < 1 GB: "
+          f"{'met' if ok else 'MISSED'}")
+    print(f"   {r['events']:,} events for {r['iterations']:,} iterations "
+          f"({r['events'] / r['wall_s']:,.0f} events/s); {r['completed']:,} completed, "
+          f"TTFT p95 {r['ttft_p95'] * 1000:.0f} ms")
+
+
+def side_by_side(repeat: int) -> None:
+    import numpy as np
+
+    from schedatrix.serving.deployment import Design
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.metrics import figures
+    from schedatrix.serving.simulate import simulate
+    load = Load(rate_rps=6.0, input_len="lognormal:800,0.8", output_len="lognormal:200,0.8")
+    req = generate(load, seed=3, requests=3000)
+    design = Design(replicas=2)
+    ref, ref_cpu, ref_wall = _timed(lambda: simulate(req, design, "reference"), 1)
+    fast, fast_cpu, fast_wall = _timed(lambda: simulate(req, design, "fast"), repeat)
+    fa, fb = figures(ref).as_dict(), figures(fast).as_dict()
+    same = all((fa[k] is None and fb[k] is None) or np.isclose(fa[k], fb[k], rtol=1e-9)
+               for k in fa)
+    print(f"3. Reference and fast on the same {len(req):,} arrivals (2 x 8B / A100)")
+    print(f"   reference: {ref_wall:.2f} s, {ref.iterations:,} iterations "
+          f"({ref.iterations / ref_wall:,.0f} iterations/s)")
+    print(f"   fast:      {fast_wall:.3f} s, {fast.events:,} events "
+          f"({fast.events / fast_wall:,.0f} events/s)")
+    print(f"   speed-up {ref_wall / fast_wall:.1f}x; figures identical: {'yes' if same else 'NO'}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--requests", type=int, default=1_000_000)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        million_child(args.child)
+        return
+    azure_hour(args.repeat)
+    side_by_side(args.repeat)
+    million(args.requests)
+
+
+if __name__ == "__main__":
+    main()

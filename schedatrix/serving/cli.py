@@ -1,0 +1,492 @@
+"""``schedatrix serving run|compare|fit``: the serving simulator on the command line.
+
+A scenario file (TOML, :mod:`.scenario`) or flags describe the load and the designs; flags
+override the file. Bad input raises :class:`~schedatrix.errors.InputError`, which the
+command line prints as one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..errors import InputError
+from .catalog import GPUS, MODELS
+from .routing import ROUTERS
+
+__all__ = ["add_serving_parser"]
+
+
+def _positive(kind, flag):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be {'a whole number' if kind is int else 'a number'}, "
+                f"got {text!r}") from None
+        if not (v > 0) or v != v or v in (float("inf"),):
+            raise argparse.ArgumentTypeError(f"{flag} must be above 0, got {text!r}")
+        return v
+    return parse
+
+
+def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("the design (override the scenario's [defaults])")
+    g.add_argument("--model", choices=sorted(MODELS), help="model (default llama-3.1-8b)")
+    g.add_argument("--gpu", choices=sorted(GPUS), help="GPU type (default a100-80gb)")
+    g.add_argument("--tp", type=_positive(int, "--tp"), help="tensor-parallel degree")
+    g.add_argument("--pp", type=_positive(int, "--pp"), help="pipeline stages")
+    g.add_argument("--replicas", type=_positive(int, "--replicas"),
+                   help="replicas behind a round-robin router (data parallelism)")
+    g.add_argument("--prefill-replicas", type=_positive(int, "--prefill-replicas"),
+                   help="prefill replicas of a prefill/decode split")
+    g.add_argument("--decode-replicas", type=_positive(int, "--decode-replicas"),
+                   help="decode replicas of a prefill/decode split")
+    g.add_argument("--max-batch", type=_positive(int, "--max-batch"),
+                   help="running requests per scheduler at most (default 256)")
+    g.add_argument("--max-batched-tokens", type=_positive(int, "--max-batched-tokens"),
+                   help="tokens per iteration at most (default 8192)")
+    g.add_argument("--chunked-prefill", dest="chunked_prefill", action="store_true",
+                   default=None, help="split long prompts over iterations (default)")
+    g.add_argument("--no-chunked-prefill", dest="chunked_prefill", action="store_false",
+                   help="prefill each prompt whole in one iteration")
+    g.add_argument("--price", type=_positive(float, "--price"), metavar="DOLLARS",
+                   help="price per GPU-hour (default: the catalog's stated price)")
+    g.add_argument("--router", choices=sorted(ROUTERS),
+                   help="how requests pick a replica (default round-robin)")
+    g.add_argument("--priority-preemption", dest="priority_preemption", action="store_true",
+                   default=None, help="a higher class preempts running lower-class requests")
+    g = p.add_argument_group("faults (run and accept)")
+    g.add_argument("--fault", action="append", default=[], metavar="SPEC",
+                   help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
+                        "or drain:REPLICA@T[+DOWN] (seconds; repeat for several)")
+    g.add_argument("--health-check", type=float, metavar="SECONDS",
+                   help="how long the router takes to notice a crash (default 5)")
+    g.add_argument("--retry-budget", type=int, metavar="N",
+                   help="retries a request gets after crashes (default 3)")
+    g = p.add_argument_group("the load (override the scenario's [load])")
+    g.add_argument("--rate", type=_positive(float, "--rate"), metavar="RPS",
+                   help="requests per second (Poisson, or gamma with --burstiness)")
+    g.add_argument("--burstiness", type=_positive(float, "--burstiness"),
+                   help="gamma shape of the gaps: 1 = Poisson, below 1 burstier")
+    g.add_argument("--requests", type=_positive(int, "--requests"), help="how many requests")
+    g.add_argument("--duration", type=_positive(float, "--duration"), metavar="SECONDS",
+                   help="arrivals for this long")
+    g.add_argument("--input-len", metavar="SPEC",
+                   help="prompt tokens: N, uniform:A-B, lognormal:MEDIAN,SIGMA or exp:MEAN")
+    g.add_argument("--output-len", metavar="SPEC", help="output tokens, same grammar")
+    g.add_argument("--trace", metavar="FILE",
+                   help="replay a request trace (Azure, Mooncake, BurstGPT, generic)")
+    g.add_argument("--speed", type=_positive(float, "--speed"),
+                   help="replay the trace this many times faster")
+    g = p.add_argument_group("the SLOs and the runs")
+    g.add_argument("--slo-ttft", type=_positive(float, "--slo-ttft"), metavar="SECONDS",
+                   help="TTFT threshold of every class")
+    g.add_argument("--slo-tpot", type=_positive(float, "--slo-tpot"), metavar="SECONDS",
+                   help="TPOT threshold of every class")
+    g.add_argument("--runs", type=_positive(int, "--runs"),
+                   help="repeated runs on seeds seed, seed+1, ... (default 1)")
+    g.add_argument("--seed", type=int, help="first seed (default 0)")
+    g.add_argument("--reference", action="store_true",
+                   help="use the plain reference simulator (every iteration; slow)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.add_argument("--out", metavar="DIR", help="write report.md, PNG plots and result.json")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_serving_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``serving`` (run, compare, fit) to an argparse subparsers object."""
+    top = subparsers.add_parser(
+        "serving", help="the serving simulator: TTFT, ITL, goodput of candidate designs",
+        description="Simulate LLM serving designs on a load: p50/p95 time to first token and "
+                    "inter-token latency, goodput and queue time, side by side, with a "
+                    "verdict against the SLOs.")
+    sub = top.add_subparsers(dest="serving_command", metavar="WHAT",
+                             parser_class=type(top))
+    sub.required = True
+    p = sub.add_parser("run", help="one design on a load",
+                       description="Serve a load on one design (a scenario's first, or "
+                                   "--design NAME, or the flags alone).")
+    p.add_argument("scenario", nargs="?", metavar="SCENARIO.toml", help="a scenario file")
+    p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
+    _add_scenario_flags(p)
+    p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("compare", help="a scenario's designs side by side",
+                       description="Run every design of a scenario on the same arrivals, "
+                                   "tabulate every figure with GPUs and cost, and name the "
+                                   "cheapest that meets the SLOs.")
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
+    p.add_argument("--models", metavar="M1,M2,...",
+                   help="repeat the designs for each model (how the answer moves)")
+    _add_scenario_flags(p)
+    p.set_defaults(func=_cmd_compare)
+    p = sub.add_parser("accept", help="acceptance: designs over seeds and faults, a decision "
+                                      "record and a runbook",
+                       description="Run a scenario's designs over seeds, without and with its "
+                                   "fault schedule, judge them by the acceptance criteria, and "
+                                   "write the decision record and the operations and recovery "
+                                   "runbook (Markdown, PNG, JSON) into --out.")
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
+    _add_scenario_flags(p)
+    p.set_defaults(func=_cmd_accept, out_default="accept-report")
+    p = sub.add_parser("isolation", help="the noisy neighbour: one tenant bursts; each "
+                                         "tenant's figures without and with isolation",
+                       description="Two tenants share a design; one bursts to --burst times "
+                                   "its rate. Each tenant's p95 TTFT and goodput, without and "
+                                   "with the isolation features (priority, a token bucket on "
+                                   "the noisy tenant, shedding by estimated TTFT).")
+    g = p.add_argument_group("the design")
+    g.add_argument("--model", choices=sorted(MODELS), default="llama-3.1-8b")
+    g.add_argument("--gpu", choices=sorted(GPUS), default="a100-80gb")
+    g.add_argument("--tp", type=_positive(int, "--tp"), default=1)
+    g.add_argument("--replicas", type=_positive(int, "--replicas"), default=2)
+    g = p.add_argument_group("the tenants")
+    g.add_argument("--rate", type=_positive(float, "--rate"), default=3.0,
+                   help="each tenant's usual requests/s (default 3)")
+    g.add_argument("--burst", type=_positive(float, "--burst"), default=5.0,
+                   help="the noisy tenant's rate multiplier during its burst (default 5)")
+    g.add_argument("--runs", type=_positive(int, "--runs"), default=1)
+    g.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_isolation)
+    p = sub.add_parser("fit", help="a trace's figures and a synthetic load that reproduces them")
+    p.add_argument("trace", metavar="TRACE", help="a request trace")
+    p.add_argument("--window", type=_positive(float, "--window"), default=60.0,
+                   metavar="SECONDS", help="window for the rate over time (default 60)")
+    p.add_argument("--lengths", choices=("paired", "lognormal"), default="paired",
+                   help="synthetic lengths: drawn paired from the trace, or fitted lognormals")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic run")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.set_defaults(func=_cmd_fit)
+    return top
+
+
+# -- building the scenario ----------------------------------------------------------------------
+
+_DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replicas": "replicas",
+                 "prefill_replicas": "prefill_replicas", "decode_replicas": "decode_replicas",
+                 "max_batch": "max_batch", "max_batched_tokens": "max_batched_tokens",
+                 "chunked_prefill": "chunked_prefill", "price": "price_per_gpu_hour",
+                 "router": "router", "priority_preemption": "priority_preemption"}
+_LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
+               "duration": "duration", "input_len": "input_len", "output_len": "output_len",
+               "trace": "trace", "speed": "speed"}
+
+
+def _scenario(args, one_design: bool):
+    from .scenario import DEMO_LOAD, scenario_from_dict
+    base, source = None, ""
+    data: dict = {}
+    if args.scenario:
+        path = Path(args.scenario)
+        try:
+            data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
+        except OSError as e:
+            raise InputError(f"scenario {path}: cannot be read ({e.strerror or e})") from None
+        except UnicodeDecodeError:
+            raise InputError(f"scenario {path}: not UTF-8 text") from None
+        except tomllib.TOMLDecodeError as e:
+            raise InputError(f"scenario {path}: not valid TOML ({e})") from None
+        base, source = path.parent, str(path)
+    load = dict(data.get("load", {})) if isinstance(data.get("load", {}), dict) else data["load"]
+    given = {v: getattr(args, k) for k, v in _LOAD_FLAGS.items() if getattr(args, k) is not None}
+    if given:
+        if isinstance(load, dict) and any(k in given for k in ("rate", "trace")):
+            for k in ("rate", "trace", "users", "think_s"):
+                load.pop(k, None)     # a new arrival process replaces the file's
+        if not load and "trace" not in given and "rate" not in given:
+            load = {k: v for k, v in DEMO_LOAD.items() if k in ("rate",)}
+        load.update(given)
+        if "trace" in given and not any(k in given for k in ("requests", "duration")):
+            load.pop("requests", None)
+            load.pop("duration", None)
+        if "trace" not in load and "requests" not in load and "duration" not in load:
+            load["requests"] = DEMO_LOAD["requests"]
+        if "rate" in load and "input_len" not in load and "lengths_from" not in load:
+            load["input_len"] = DEMO_LOAD["input_len"]
+            load["output_len"] = load.get("output_len", DEMO_LOAD["output_len"])
+    if given and "trace" in given:
+        base_for_trace = None
+    else:
+        base_for_trace = base
+    data["load"] = load
+    if args.trace is not None:
+        data["load"]["trace"] = str(Path(args.trace).resolve())
+    if args.slo_ttft is not None or args.slo_tpot is not None:
+        classes = data.get("classes") or [{"name": "default", "share": 1.0}]
+        for c in classes:
+            if isinstance(c, dict):
+                if args.slo_ttft is not None:
+                    c["ttft_s"] = args.slo_ttft
+                if args.slo_tpot is not None:
+                    c["tpot_s"] = args.slo_tpot
+        data["classes"] = classes
+    knobs = {v: getattr(args, k) for k, v in _DESIGN_FLAGS.items()
+             if getattr(args, k) is not None}
+    if knobs.get("prefill_replicas") or knobs.get("decode_replicas"):
+        knobs.setdefault("replicas", 0)
+    designs = data.get("designs") or [{}]
+    if one_design and isinstance(designs, list):
+        chosen = designs
+        if getattr(args, "design", None):
+            chosen = [d for d in designs if isinstance(d, dict) and d.get("name") == args.design]
+            if not chosen:
+                names = [d.get("name", f"design {k + 1}") for k, d in enumerate(designs)
+                         if isinstance(d, dict)]
+                raise InputError(f"--design {args.design!r}: the scenario's designs are "
+                                 f"{', '.join(map(repr, names))}")
+        designs = chosen[:1]
+    if knobs and isinstance(designs, list):
+        designs = [{**d, **knobs, **({"name": ""} if "name" in d else {})}
+                   if isinstance(d, dict) else d for d in designs]
+    data["designs"] = designs
+    acc = dict(data.get("acceptance", {})) if isinstance(data.get("acceptance", {}),
+                                                         dict) else data["acceptance"]
+    if args.runs is not None:
+        acc["runs"] = args.runs
+    if args.seed is not None:
+        acc["seed"] = args.seed
+    data["acceptance"] = acc
+    if args.reference:
+        data["simulator"] = {"implementation": "reference"}
+    if args.fault:
+        faults = data.get("faults") if isinstance(data.get("faults"), dict) else {}
+        data["faults"] = {**faults, "schedule": list(faults.get("schedule", [])) + args.fault}
+    res = dict(data.get("resilience", {})) if isinstance(data.get("resilience", {}),
+                                                         dict) else data["resilience"]
+    if args.health_check is not None:
+        res["health_check_s"] = args.health_check
+    if args.retry_budget is not None:
+        res["retry_budget"] = args.retry_budget
+    if res:
+        data["resilience"] = res
+    return scenario_from_dict(data, base=base_for_trace if base_for_trace else base,
+                              source=source)
+
+
+def _progress(total: int, args):
+    return tqdm(total=total, desc="runs", unit="run", disable=args.json or args.quiet
+                or total < 2, file=sys.stderr, mininterval=1.0)
+
+
+def _finish(comparisons: dict, scenario, args) -> int:
+    from .report import comparison_json, table, write_report
+    if args.out:
+        paths = write_report(comparisons, scenario, args.out)
+    if args.json:
+        print(json.dumps(comparison_json(comparisons, scenario), allow_nan=False))
+        return 0
+    main = next(iter(comparisons.values()))
+    first = main.outcomes[0] if main.outcomes else None
+    print(f"load: {scenario.load.describe()}")
+    if first and first.synthetic:
+        print("(synthetic load: model results, not production SLO performance)")
+    print()
+    print(table(main))
+    print()
+    for o in main.outcomes:
+        print(f"  {o.design.name}: {o.verdict()}")
+    for name, reason in main.skipped:
+        print(f"  {name}: not run ({reason})")
+    if len(comparisons) > 1:
+        print("\nby model size:")
+        for m, c in comparisons.items():
+            best = c.cheapest
+            if not c.outcomes:
+                text = "none of the designs holds it (each is too small for the model)"
+            elif best:
+                text = f"{best.design.name} ({_gpus(best.design.gpus)})"
+            else:
+                text = "no design meets the SLOs" if c.has_slo else "no verdict (no SLOs)"
+            print(f"  {m:15s} {text}")
+    print()
+    print(main.summary())
+    if args.out:
+        print(f"report: {paths[0]}")
+    return 0
+
+
+def _runs_planned(designs, models, baseline: bool) -> int:
+    """Design runs a comparison will make per seed (for the progress bar)."""
+    from .compare import baseline_for
+    count = len(designs)
+    if baseline and not any(d.single_machine() for d in designs) and baseline_for(designs[0]):
+        count += 1
+    for m in models:
+        for d in designs:
+            try:
+                d.with_(model=m)
+            except InputError:
+                continue
+            count += 1
+    return count
+
+
+def _gpus(n: int) -> str:
+    return f"{n} GPU" + ("" if n == 1 else "s")
+
+
+def _cmd_run(args) -> int:
+    from .acceptance import evaluate
+    from .compare import Comparison
+    scenario = _scenario(args, one_design=True)
+    design = scenario.designs[0]
+    if scenario.faults:
+        return _run_with_faults(scenario, design, args)
+    with _progress(scenario.runs, args) as bar:
+        o = evaluate(design, scenario.make_requests(), scenario.runs, scenario.seed,
+                     scenario.criteria, scenario.implementation, on_run=lambda: bar.update())
+    return _finish({design.model: Comparison([o], model=design.model)}, scenario, args)
+
+
+def _run_with_faults(scenario, design, args) -> int:
+    from .accept import accept, accept_json
+    runs = 1 if scenario.load.trace is not None else scenario.runs
+    with _progress(2 * runs, args) as bar:
+        [a] = accept([design], scenario.make_requests(), scenario.faults, scenario.runs,
+                     scenario.seed, scenario.criteria, scenario.fault_criteria,
+                     scenario.resilience, scenario.implementation, on_run=lambda: bar.update())
+    if args.out:
+        from .accept import write_accept_report
+        write_accept_report([a], args.out, scenario.source or "(flags)",
+                            scenario.load.describe(), scenario.criteria,
+                            scenario.fault_criteria, a.outcome.synthetic)
+    if args.json:
+        print(json.dumps(accept_json([a]), allow_nan=False))
+        return 0
+    print(f"load: {scenario.load.describe()}")
+    if a.outcome.synthetic:
+        print("(synthetic load: model results, not production SLO performance)")
+    print(f"design: {design.name}; faults: {', '.join(f.text() for f in scenario.faults)}\n")
+    for k, (fig, figs) in enumerate(zip(a.with_faults, a.fault_figures, strict=True)):
+        print(f"run {k + 1}: with the faults {fig.completed:,} of {fig.arrived:,} completed, "
+              f"{fig.rejected:,} rejected, {fig.failed:,} failed; {fig.slo_attainment:.1%} "
+              f"within SLOs; TTFT p95 {fig.ttft_p95 * 1000:,.0f} ms")
+        if figs:
+            f = figs[0]
+            print(f"  retried {f.retried}, failed after retries {f.failed}, lost {f.lost}, "
+                  f"goodput lost {f.goodput_lost} (requests within SLO without the faults but "
+                  f"not with them)")
+        for f in figs:
+            rec = "never" if f.recovery_s is None else f"{f.recovery_s:g} s"
+            during = "-" if f.ttft_p95_during != f.ttft_p95_during else (
+                "inf" if f.ttft_p95_during == float("inf") else
+                f"{f.ttft_p95_during * 1000:,.0f} ms")
+            print(f"  {f.fault}: p95 TTFT of arrivals during it {during} (before "
+                  f"{f.pre_ttft_p95 * 1000:,.0f} ms), recovery time {rec}")
+    print()
+    print(f"without faults: {a.outcome.verdict()}")
+    if args.out:
+        print(f"report: {args.out}")
+    return 0
+
+
+def _cmd_accept(args) -> int:
+    from .accept import accept, accept_json, chosen, write_accept_report
+    scenario = _scenario(args, one_design=False)
+    designs = list(scenario.designs)
+    runs = 1 if scenario.load.trace is not None else scenario.runs
+    per = runs * (2 if scenario.faults else 1)
+    with _progress(per * len(designs), args) as bar:
+        results = accept(designs, scenario.make_requests(), scenario.faults, scenario.runs,
+                         scenario.seed, scenario.criteria, scenario.fault_criteria,
+                         scenario.resilience, scenario.implementation,
+                         on_run=lambda: bar.update())
+    out = args.out or "accept-report"
+    synthetic = results[0].outcome.synthetic if results else True
+    paths = write_accept_report(results, out, scenario.source or "(flags)",
+                                scenario.load.describe(), scenario.criteria,
+                                scenario.fault_criteria, synthetic)
+    if args.json:
+        print(json.dumps(accept_json(results), allow_nan=False))
+        return 0
+    pick = chosen(results)
+    for a in results:
+        verdict = {True: "accepted", False: "not accepted", None: "no verdict"}[a.accepted]
+        why = a.reasons()
+        print(f"  {a.design.name}: {verdict}" + (f" ({why[0]})" if why else ""))
+    print()
+    print(f"chosen: {pick.design.name}" if pick else "no design is accepted")
+    print(f"decision record: {paths[0]}\nrunbook: {paths[1]}")
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from .compare import compare, compare_models
+    scenario = _scenario(args, one_design=False)
+    models = list(scenario.models)
+    if args.models:
+        models = [m.strip() for m in args.models.split(",") if m.strip()]
+        bad = [m for m in models if m not in MODELS]
+        if bad:
+            raise InputError(f"--models {bad[0]!r}: allowed: {', '.join(MODELS)}")
+    make = scenario.make_requests()
+    designs = list(scenario.designs)
+    runs = 1 if scenario.load.trace is not None else scenario.runs   # a replay runs once
+    total = runs * _runs_planned(designs, models, scenario.baseline)
+    with _progress(total, args) as bar:
+        tick = bar.update
+        main = compare(designs, make, scenario.runs, scenario.seed, scenario.criteria,
+                       scenario.implementation, scenario.baseline, on_run=lambda: tick())
+        comparisons = {designs[0].model: main}
+        if models:
+            sweep = compare_models(designs, models, make, scenario.runs, scenario.seed,
+                                   scenario.criteria, scenario.implementation,
+                                   on_run=lambda: tick())
+            comparisons = {designs[0].model: main, **{m: c for m, c in sweep.items()
+                                                       if m != designs[0].model}}
+            if designs[0].model in sweep:
+                comparisons = {designs[0].model: main, **{
+                    m: c for m, c in sweep.items() if m != designs[0].model}}
+    return _finish(comparisons, scenario, args)
+
+
+def _cmd_fit(args) -> int:
+    from .fit import fit
+    from .replay import replay
+    trace = replay(args.trace)
+    result = fit(trace, args.window, args.lengths, args.seed)
+    if args.json:
+        print(json.dumps(result.as_dict(), allow_nan=False))
+        return 0
+    print(f"{trace.source}: {len(trace):,} requests (a real trace) beside a synthetic load "
+          f"fitted to it (seed {args.seed})")
+    print(f"  synthetic load: {result.load.describe()}\n")
+    print(f"  {'figure':28s} {'trace':>12s} {'synthetic':>12s}")
+    for name, a, b in result.rows():
+        print(f"  {name:28s} {a:12,.3f} {b:12,.3f}")
+    return 0
+
+
+def _cmd_isolation(args) -> int:
+    from .deployment import Design
+    from .isolation import noisy_neighbour
+    design = Design(model=args.model, gpu=args.gpu, tp=args.tp, replicas=args.replicas)
+    with _progress(2 * args.runs, args) as bar:
+        result = noisy_neighbour(design, args.rate, args.burst, runs=args.runs,
+                                 seed=args.seed, on_run=lambda: bar.update())
+    rows = result.rows()
+    if args.json:
+        clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                 for r in rows]
+        print(json.dumps({"design": design.name, "burst": args.burst, "rate_rps": args.rate,
+                          "tenants": clean, "synthetic": True}, allow_nan=False))
+        return 0
+    print(f"{design.name}: two tenants at {args.rate:g} req/s each; 'noisy' bursts to "
+          f"{args.burst:g}x for two minutes (synthetic load)\n")
+    print(f"  {'tenant':8s} {'':9s} {'TTFT p95':>10s} {'goodput/s':>10s} {'in SLO':>8s} "
+          f"{'rejected':>9s}")
+    for r in rows:
+        for label in ("without", "with"):
+            name = "isolation" if label == "with" else "sharing"
+            print(f"  {r['tenant'] if label == 'without' else '':8s} {name:9s} "
+                  f"{r[label + '_ttft_p95'] * 1000:>8,.0f} ms {r[label + '_goodput_rps']:>10.2f} "
+                  f"{r[label + '_slo_attainment']:>8.1%} {r[label + '_rejected']:>9,.0f}")
+    return 0
