@@ -41,40 +41,39 @@ YEAR_S = 365 * 86_400
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
+import pyarrow.csv as pcsv, pyarrow.parquet as pq   # imports happen before the clock starts
 what, note_path, out, knobs = sys.argv[2:6]
 traces = sys.argv[6:]
 knobs = json.loads(knobs)
-t0 = time.perf_counter()
-rows = pieces = 0
-if what == "bare_csv":
-    import pyarrow.csv as pcsv
-    rows = sum(pcsv.read_csv(t).num_rows for t in traces)
-elif what == "bare_parquet":
-    import pyarrow.parquet as pq
-    rows = sum(pq.read_table(t).num_rows for t in traces)
-else:
+if not what.startswith("bare"):
     from schedatrix.audit.note import load_note
     from schedatrix.audit.trace import read_trace
     from schedatrix.audit.audit import Settings, audit_files
     from schedatrix.audit.report import write_report
+    from schedatrix.audit.cluster import RayRunner
     note = load_note(note_path)
-    if what == "read":
-        for t in traces:
-            for chunk in read_trace(t, note):
-                rows += len(chunk.t_s)
+t0 = time.perf_counter()
+rows = pieces = 0
+if what == "bare_csv":
+    rows = sum(pcsv.read_csv(t).num_rows for t in traces)
+elif what == "bare_parquet":
+    rows = sum(pq.read_table(t).num_rows for t in traces)
+elif what == "read":
+    for t in traces:
+        for chunk in read_trace(t, note):
+            rows += len(chunk.t_s)
+else:
+    settings = Settings(delay_buckets=knobs.get("delay", 1), gap_s=knobs.get("gap", 3600))
+    files = [(t, None) for t in traces]
+    if knobs.get("ray"):
+        with RayRunner("local") as run:
+            audit = audit_files(note, files, settings, knobs.get("bucket", 60), run=run)
     else:
-        settings = Settings(delay_buckets=knobs.get("delay", 1), gap_s=knobs.get("gap", 3600))
-        files = [(t, None) for t in traces]
-        if knobs.get("ray"):
-            from schedatrix.audit.cluster import RayRunner
-            with RayRunner("local") as run:
-                audit = audit_files(note, files, settings, knobs.get("bucket", 60), run=run)
-        else:
-            audit = audit_files(note, files, settings, bucket_s=knobs.get("bucket", 60))
-        rows = sum(p.n_requests for p in audit.pools)
-        pieces = len(audit.duration_s)
-        if what == "report":
-            write_report(audit, out)
+        audit = audit_files(note, files, settings, bucket_s=knobs.get("bucket", 60))
+    rows = sum(p.n_requests for p in audit.pools)
+    pieces = len(audit.duration_s)
+    if what == "report":
+        write_report(audit, out)
 wall = time.perf_counter() - t0
 try:  # VmHWM: this process's own peak (ru_maxrss can carry the parent's peak across exec)
     with open("/proc/self/status") as f:

@@ -10,6 +10,7 @@ go straight to the checks (:mod:`.convert`), and errors name the row.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +126,8 @@ def role_columns(table: pa.Table, fmt: TraceFormat, iso: bool, strict: bool) -> 
                 cols[role] = _iso(pc.cast(arr, pa.string())) if iso else _text_numbers(arr)
             else:
                 cols[role] = _floats(arr)
+        elif role in ("input", "output") and pa.types.is_integer(arr.type) and not arr.null_count:
+            cols[role] = arr.to_numpy(zero_copy_only=False)   # counts stay integers
         elif role in _NUMBERS:
             cols[role] = _text_numbers(arr) if _is_text_type(arr.type) else _floats(arr)
         else:
@@ -269,19 +272,33 @@ class ParquetFile:
         self.schema = schemas[0]
 
     def batches(self, fmt: TraceFormat, chunk_rows: int):
-        """(table of the columns to read, its first row's number), in order."""
+        """(table of the columns to read, its first row's number), in order; the next batch
+        is decoded (in a readahead thread) while this one is checked and counted."""
         used = set(fmt.columns.values())
         wanted = [n for n in self.names if n in used or (
             norm(n) not in IGNORED and _is_text_type(self.schema.field(n).type))]
-        row = 1
-        for f in self.files:
-            try:
+
+        def batches():
+            row = 1
+            for f in self.files:
                 for batch in f.iter_batches(batch_size=chunk_rows, columns=wanted):
                     yield pa.Table.from_batches([batch]), row
                     row += batch.num_rows
+
+        source = batches()
+
+        def step():
+            try:
+                return next(source, None)
             except (OSError, pa.ArrowInvalid) as exc:
                 raise InputError(f"trace {self.source} can't be read as Parquet: "
                                  f"{str(exc).splitlines()[0][:120]}") from None
+
+        with ThreadPoolExecutor(1, thread_name_prefix="parquet-readahead") as ahead:
+            job = ahead.submit(step)
+            while (got := job.result()) is not None:
+                job = ahead.submit(step)
+                yield got
 
     def first_value(self, name: str):
         """The first value of a column (to tell ISO text from numbers), or None."""

@@ -287,6 +287,12 @@ class Converter:
 
     def _tokens(self, values, lines: np.ndarray, col: str) -> np.ndarray:
         allowed = f"tokens must be a whole number from 0 to {MAX_TOKENS:,}"
+        if isinstance(values, np.ndarray) and values.dtype.kind in "iu":  # integers already
+            wrong = (values < 0) | (values > MAX_TOKENS)
+            if wrong.any():
+                i = int(np.flatnonzero(wrong)[0])
+                raise self._bad(lines, i, col, values[i], allowed)
+            return values.astype(np.int64, copy=False)
         v, bad = _floats(values)
         if v is None:
             raise self._bad(lines, bad, col, values[bad], allowed)

@@ -93,8 +93,6 @@ class PoolTally:
     n_errors: int = 0
     replicas: dict[str, int] = field(default_factory=dict)
     n: int = 0
-    t_min: float = math.inf
-    t_max: float = -math.inf
 
     @property
     def n_bins(self) -> int:
@@ -113,8 +111,6 @@ class PoolTally:
         for r, c in other.replicas.items():
             self.replicas[r] = self.replicas.get(r, 0) + c
         self.n += other.n
-        self.t_min = min(self.t_min, other.t_min)
-        self.t_max = max(self.t_max, other.t_max)
 
 
 @dataclass(frozen=True)
@@ -145,6 +141,8 @@ class Tally:
     has_e2e: bool = False
     has_status: bool = False
     has_replicas: bool = False
+    t_min: float = math.inf    # the first and the last arrival, seconds
+    t_max: float = -math.inf
 
     def __post_init__(self):
         self._lut = None
@@ -171,10 +169,16 @@ class Tally:
         pool = chunk.pool.astype(np.int64)
         t = chunk.t_s + offset_s if offset_s else chunk.t_s
         codes = row_code(file_index, chunk.lines)
-        sec = np.floor(t).astype(np.int64)
-        self._split("seconds", *group(sec * n_pools + pool, [None], [codes], [codes]))
-        cell = ((sec // self.bucket_s) * nb + self._bins(chunk.input_tokens)) * n_pools + pool
-        self._split("cells", *group(cell, [None, chunk.input_tokens + chunk.output_tokens]))
+        sec = t.astype(np.int64)   # times are >= 0: truncation is the floor
+        # codes grow with the row, so a second's first and last rows are its least and
+        # greatest codes: what a merge across chunks and files keeps
+        self._split("seconds", *group(sec * n_pools + pool if n_pools > 1 else sec, [None],
+                                      [codes], [codes]))
+        cell = (sec // self.bucket_s) * nb + self._bins(chunk.input_tokens)
+        if n_pools > 1:
+            cell = cell * n_pools + pool
+        self._split("cells", *group(cell, [None, chunk.input_tokens + chunk.output_tokens],
+                                    max_sum=2 * MAX_TOKENS))
         for values, name in ((chunk.input_tokens, "input_hist"),
                              (chunk.output_tokens, "output_hist")):
             self._histogram(name, values, pool)
@@ -183,24 +187,21 @@ class Tally:
                 given = np.isfinite(arr)
                 ms = np.rint(arr[given] * 1000).astype(np.int64)
                 self._histogram(name, ms, pool[given])
-        per_pool = np.bincount(pool, minlength=n_pools).tolist()
+        per_pool = np.bincount(pool, minlength=n_pools)
         errors = (np.bincount(pool, weights=~chunk.ok, minlength=n_pools).astype(np.int64)
                   .tolist() if chunk.ok is not None else None)
         if chunk.replica is not None:
             k = len(chunk.replica.names)
             by_pool = np.bincount(pool * k + chunk.replica.codes,
                                   minlength=n_pools * k).reshape(n_pools, k).tolist()
-        lo = np.full(n_pools, np.inf)
-        hi = np.full(n_pools, -np.inf)
-        np.minimum.at(lo, pool, t)
-        np.maximum.at(hi, pool, t)
+        self.t_min = min(self.t_min, float(t.min()))
+        self.t_max = max(self.t_max, float(t.max()))
         for p, pt in enumerate(self.pools):
             if not per_pool[p]:
                 continue
-            pt.n += per_pool[p]
-            pt.t_min, pt.t_max = min(pt.t_min, float(lo[p])), max(pt.t_max, float(hi[p]))
+            pt.n += int(per_pool[p])
             if errors is not None:
-                pt.n_status += per_pool[p]
+                pt.n_status += int(per_pool[p])
                 pt.n_errors += errors[p]
             if chunk.replica is not None:
                 for name, c in zip(chunk.replica.names, by_pool[p], strict=True):
@@ -235,9 +236,11 @@ class Tally:
         if len(values) == 0:
             return
         cap = getattr(self.pools[0], name).cap
-        v = np.minimum(values, cap)
-        width = int(v.max()) + 1
-        counts = np.bincount(pool * width + v, minlength=len(self.pools) * width)
+        top = int(values.max())
+        v = values if top < cap else np.minimum(values, cap)
+        width = min(top, cap) + 1
+        keys = pool * width + v if len(self.pools) > 1 else v
+        counts = np.bincount(keys, minlength=len(self.pools) * width)
         for pt, row in zip(self.pools, counts.reshape(len(self.pools), width), strict=True):
             if row.any():
                 getattr(pt, name).add_counts(row)
@@ -254,17 +257,12 @@ class Tally:
         self.has_e2e |= other.has_e2e
         self.has_status |= other.has_status
         self.has_replicas |= other.has_replicas
+        self.t_min = min(self.t_min, other.t_min)
+        self.t_max = max(self.t_max, other.t_max)
 
     def __getstate__(self):
         return {**self.__dict__, "_lut": None}   # the lookup table is remade when needed
 
-    @property
-    def t_min(self) -> float:
-        return min(p.t_min for p in self.pools)
-
-    @property
-    def t_max(self) -> float:
-        return max(p.t_max for p in self.pools)
 
     @property
     def n(self) -> int:

@@ -217,8 +217,10 @@ class TraceReader:
         conv = self._setup(pf.names, False, row_word="row")
         own = list(self.warnings)
         col = conv.fmt.columns["time"]
-        first = pf.first_value(col)
-        iso = isinstance(first, str) and not _is_number_like(first)
+        iso = False
+        if columnar._is_text_type(pf.schema.field(col).type):  # ISO text, or numbers as text
+            first = pf.first_value(col)
+            iso = isinstance(first, str) and not _is_number_like(first)
         for table, row in pf.batches(conv.fmt, self.chunk_rows):
             cols = columnar.parquet_columns(table, conv.fmt, iso, self.source, pf.names)
             lines = np.arange(row, row + table.num_rows)
