@@ -185,15 +185,22 @@ def _check_unknown(table: pa.Table, fmt: TraceFormat, names: list[str], jsonl: b
                 "counts only")
 
 
-def _types(fmt: TraceFormat, iso: bool) -> dict[str, pa.DataType]:
+def _types(fmt: TraceFormat, iso: bool, csv: bool = False) -> dict[str, pa.DataType]:
+    """The type each role's column is parsed as. In CSV, token counts parse as integers (a
+    block with "12.0" fails and goes to the reference, which reads it) and texts as
+    dictionaries (a few distinct values: pools, replicas, status codes)."""
     types = {}
     for role, name in fmt.columns.items():
         if role == "hashes":
             continue   # a list per row, read by _hashes
         if role == "time":
             types[name] = pa.string() if iso else pa.float64()
+        elif role in ("input", "output") and csv:
+            types[name] = pa.int64()
+        elif role in _NUMBERS:
+            types[name] = pa.float64()
         else:
-            types[name] = pa.float64() if role in _NUMBERS else pa.string()
+            types[name] = pa.dictionary(pa.int32(), pa.string()) if csv else pa.string()
     return types
 
 
@@ -203,12 +210,12 @@ def csv_columns(data: bytes, names: list[str], fmt: TraceFormat, iso: bool, sour
     has. Raises Slow where the reference must decide."""
     if b'"' in data:
         raise Slow
-    types = {n: pa.string() for n in names} | _types(fmt, iso)
+    types = {n: pa.string() for n in names} | _types(fmt, iso, csv=True)
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
             read_options=pcsv.ReadOptions(column_names=names, use_threads=True,
-                                          block_size=1 << 22),
+                                          block_size=1 << 20),
             parse_options=pcsv.ParseOptions(ignore_empty_lines=True),
             convert_options=pcsv.ConvertOptions(column_types=types, null_values=[""],
                                                 strings_can_be_null=False,
