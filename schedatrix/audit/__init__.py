@@ -5,10 +5,12 @@
     write_report(audit, "audit-report")
 
 Modules: note (the TOML note), objective, formats (columns and roles), privacy (what a message
-may quote), convert (row checks, time bases), trace (readers), sparse (keyed counters), tally
-(streaming counters), histogram, window (stretches, gaps, pieces), needs (sizing and policies),
-routing (what-if), audit (the figures), report (Markdown, PNG, JSON), cli (``schedatrix
-audit``), synth (generated traces), explorer (widgets).
+may quote), convert (row checks, time bases), blocks (a file's lines in blocks of bytes),
+textrows (the plain-Python reference parsers), columnar (pyarrow: CSV, JSON lines, Parquet),
+trace (the readers), sparse (keyed counters), tally (streaming counters), histogram, window
+(stretches, gaps, pieces), needs (sizing and policies), routing (what-if), audit (the figures),
+report (Markdown, PNG, JSON), cluster (Ray), cli (``schedatrix audit``), synth (generated
+traces), explorer (widgets).
 """
 
 from .audit import Audit, PoolAudit, Settings, audit_files, run_audit

@@ -13,6 +13,7 @@ system). Install with ``pip install 'schedatrix[cluster]'``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,7 +66,9 @@ class RayRunner:
         # (ray-project/ray#65983): a local start is tried once more, on a warm disk cache
         for attempt in range(2 if local else 1):
             try:
-                ray.init(address="local" if local else self.address, **kw)
+                with warnings.catch_warnings():   # Ray's tips about future defaults
+                    warnings.simplefilter("ignore", FutureWarning)
+                    ray.init(address="local" if local else self.address, **kw)
                 break
             except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception on a slow start
                 ray.shutdown()
