@@ -1,36 +1,61 @@
 """``schedatrix serve``: the walkthrough as a standalone page, with Voila.
 
-The notebooks are not part of the installed package, so the command looks for
-``notebooks/00_walkthrough.ipynb`` in the source tree next to this package (a clone with an
-editable install: ``pip install -e .``) and, failing that, in the current directory. Voila runs
-the notebook in a fresh kernel and shows only its outputs: the live app and the figures.
+The page is a two-cell notebook written to a temporary folder when the command starts: a
+line of introduction and the live app. Every figure on it follows the knobs; the lesson's
+fixed printouts and plots (which stay on the opening month) are not on it. Voila runs the
+notebook in a fresh kernel and shows only its outputs. No clone is needed: the installed
+package is enough.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["walkthrough_notebook", "voila_command", "add_serve_parser", "serve"]
+__all__ = ["PAGE_NAME", "page_notebook", "write_page", "voila_command", "add_serve_parser",
+           "serve"]
 
-NOTEBOOK = Path("notebooks") / "00_walkthrough.ipynb"
+PAGE_NAME = "walkthrough.ipynb"
+_INTRO = (
+    "# schedatrix: the fleet-month walkthrough\n\n"
+    "Rent a pool of GPU cards for a month: turn a knob and every figure, lamp, sentence and "
+    "plot below follows. **Famous month** loads one of the course's incidents or its fix; "
+    "**New lottery draw** rents a fresh pool with the same knobs. The course itself (the "
+    "notebooks) explains each piece."
+)
+_APP = "from schedatrix.course.walkthrough import walkthrough\n\nwalkthrough()"
 
 
-def walkthrough_notebook() -> Path:
-    """Where the walkthrough notebook is: the source tree of this package, else the cwd."""
-    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
-        path = root / NOTEBOOK
-        if path.is_file():
-            return path
-    raise InputError(
-        f"notebook not found: {NOTEBOOK} (run from a clone of schedatrix with an editable "
-        "install, or from the folder holding notebooks/)"
-    )
+def page_notebook() -> dict:
+    """The page as a notebook (nbformat 4): the introduction and the app, nothing else."""
+    def cell(kind: str, source: str) -> dict:
+        out = {"cell_type": kind, "metadata": {}, "source": source}
+        if kind == "code":
+            out.update(execution_count=None, outputs=[])
+        return out
+
+    return {
+        "cells": [cell("markdown", _INTRO), cell("code", _APP)],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                    "name": "python3"},
+                     "language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def write_page(folder: Path) -> Path:
+    """Write the page notebook into ``folder``; return its path."""
+    path = Path(folder) / PAGE_NAME
+    path.write_text(json.dumps(page_notebook(), indent=1) + "\n")
+    return path
 
 
 def voila_command(port: int, notebook: Path, open_browser: bool = False) -> list[str]:
@@ -45,24 +70,26 @@ def voila_command(port: int, notebook: Path, open_browser: bool = False) -> list
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Run Voila on the walkthrough until interrupted; the exit code is Voila's."""
+    """Run Voila on the walkthrough page until interrupted; the exit code is Voila's."""
     if importlib.util.find_spec("voila") is None:
         raise InputError("voila is not installed: pip install 'schedatrix[course]' "
                          "(or pip install voila)")
-    cmd = voila_command(args.port, walkthrough_notebook(), args.open)
-    print(f"serving the walkthrough on http://127.0.0.1:{args.port}/ (Ctrl+C stops it)",
-          flush=True)
-    try:
-        return subprocess.call(cmd)
-    except KeyboardInterrupt:
-        return 0
+    with tempfile.TemporaryDirectory(prefix="schedatrix-page-") as folder:
+        cmd = voila_command(args.port, write_page(Path(folder)), args.open)
+        print(f"serving the walkthrough on http://127.0.0.1:{args.port}/ (Ctrl+C stops it)",
+              flush=True)
+        try:
+            return subprocess.call(cmd)
+        except KeyboardInterrupt:
+            return 0
 
 
 def add_serve_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``serve [--port N] [--open]`` to an argparse subparsers object."""
     p = subparsers.add_parser(
         "serve", help="serve the walkthrough as a standalone page (Voila)",
-        description="Serve notebooks/00_walkthrough.ipynb as a standalone page with Voila.",
+        description="Serve the live walkthrough (knobs, readouts, plots) as a standalone page "
+        "with Voila.",
     )
     p.add_argument("--port", type=int, default=8866, help="localhost port (default 8866)")
     p.add_argument("--open", action="store_true", help="open a browser tab too")
