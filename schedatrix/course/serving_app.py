@@ -191,7 +191,8 @@ class ServingApp:
         for group in self.groups:
             column.append(widgets.HTML(f"<b>{titles[group]}</b>"))
             column += [self.knobs[k] for k in KNOB_GROUPS[group]]
-        knobs = widgets.VBox(column, layout=widgets.Layout(width="400px"))
+        knobs = widgets.VBox(column, layout=widgets.Layout(width="400px", min_width="400px",
+                                                           flex="0 0 auto"))
         r = self.readouts
         grid = widgets.GridBox(
             [r[k] for k in ("ttft", "itl", "tpot", "queue", "goodput", "throughput", "kv",
