@@ -150,7 +150,7 @@ def voila(tmp_path):
 def _wait_text(page, css: str, needle: str, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(
         "([css, needle]) => [...document.querySelectorAll(css)]"
-        ".some(el => el.innerText.includes(needle))",
+        ".some(el => el.innerText.replace(/\\s+/g, ' ').includes(needle))",
         arg=[css, needle], timeout=timeout_ms)
 
 
@@ -205,7 +205,7 @@ def test_serving_lesson_in_jupyterlab(lab):
             page.wait_for_timeout(1_000)
             _run_all(page)
             page.screenshot(path=str(ARTIFACTS / "serving-lesson-top.png"))
-            _wait_text(page, ".sx-s-ttft", opening, 900_000)     # the last cell has run
+            _wait_text(page, ".sx-s-ttft", opening, 600_000)     # the last cell has run
             notebook = page.locator(".jp-Notebook").first.inner_text()
             assert "profiled GPU data is not in this workspace" in notebook
             assert "Traceback" not in notebook and "Error displaying widget" not in notebook
