@@ -141,10 +141,16 @@ def readout(month: Month) -> str:
     return "\n".join(lines)
 
 
+def _json(value) -> str:
+    """Strict JSON: a NaN or an infinity is an error here, never ``NaN``/``Infinity`` text
+    (the plan refuses knobs whose figures would overflow, so this never fires on a plan)."""
+    return json.dumps(value, indent=2, allow_nan=False)
+
+
 def _cmd_month(args) -> int:
     month = simulate(plan_from_args(args))
     if args.json:
-        print(json.dumps(month.to_dict(), indent=2))
+        print(_json(month.to_dict()))
     else:
         print(readout(month))
     return 0
@@ -152,8 +158,8 @@ def _cmd_month(args) -> int:
 
 def _cmd_presets(args) -> int:
     if args.json:
-        print(json.dumps({n: {"plan": p.plan.to_dict(), "story": p.story, "fixes": p.fixes}
-                          for n, p in PRESETS.items()}, indent=2))
+        print(_json({n: {"plan": p.plan.to_dict(), "story": p.story, "fixes": p.fixes}
+                     for n, p in PRESETS.items()}))
         return 0
     for name, p in PRESETS.items():
         fix = f"  (fixes {p.fixes})" if p.fixes else ""
@@ -163,16 +169,15 @@ def _cmd_presets(args) -> int:
 
 def _cmd_odds(args) -> int:
     plan = plan_from_args(args)
-    odds = check_odds(plan, months=args.months, seed=args.from_seed,
-                      progress=sys.stderr.isatty())
+    odds = check_odds(plan, months=args.months, seed=args.from_seed)  # a bar when long
     if args.json:
-        print(json.dumps({
+        print(_json({
             "plan": plan.to_dict(), "months": odds.months, "first_seed": odds.seed,
             "confidence": odds.confidence, "failures": odds.failures,
             "fail_share": odds.fail_share,
             "interval": {k: list(v) for k, v in odds.interval.items()},
             "signatures": odds.signatures,
-        }, indent=2))
+        }))
         return 0
     print(f"{_describe(plan)}\nover {odds.months:,} lottery draws (seeds {odds.seed} to "
           f"{odds.seed + odds.months - 1}):\n")

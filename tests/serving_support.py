@@ -28,11 +28,21 @@ class LinearCost:
     def kv_transfer_s(self, tokens, same_node):
         return tokens * (self.link_tok if same_node else self.remote_tok)
 
+    #: what swapping, restarts and link faults read from a performance model
+    kv_bytes_per_token_per_gpu = 100_000
+    weights_bytes_per_gpu = 1e9
 
-def layout(replicas=1, kv_blocks=10_000, engines=1, prefill=0, decode=0, nodes=None):
-    plans = [ReplicaPlan("mixed", engines, kv_blocks, (0,)) for _ in range(replicas)]
+    def cross_node_send_s(self, tokens):
+        return 1e-6 * tokens + 1e-4
+
+
+def layout(replicas=1, kv_blocks=10_000, engines=1, prefill=0, decode=0, span=False):
+    """Mixed replicas (each on its own two nodes with ``span``: a pipeline across nodes),
+    one to a node, or a split of prefill and decode replicas, two to a node."""
+    plans = [ReplicaPlan("mixed", engines, kv_blocks, (2 * k, 2 * k + 1) if span else (k,))
+             for k in range(replicas)]
     plans += [ReplicaPlan("prefill", engines, kv_blocks, (k // 2,)) for k in range(prefill)]
-    plans += [ReplicaPlan("decode", engines, kv_blocks, (k // 2,)) for k in range(decode)]
+    plans += [ReplicaPlan("decode", engines, kv_blocks, (1 + k // 2,)) for k in range(decode)]
     return Layout(tuple(plans))
 
 

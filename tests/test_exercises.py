@@ -4,6 +4,7 @@ grade command's table agrees with nbval."""
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -12,12 +13,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from schedatrix.classroom.grade_folder import (
-    add_grade_parser,
-    format_table,
-    grade_folder,
-    grade_notebook,
-)
 from schedatrix.classroom.release import (
     BEGIN,
     END,
@@ -27,6 +22,7 @@ from schedatrix.classroom.release import (
     render,
     solution_lines,
     stub_source,
+    write_release,
 )
 from schedatrix.errors import InputError
 
@@ -118,11 +114,45 @@ def test_no_solution_text_reaches_the_exercises():
 def test_exercises_have_no_outputs_and_plain_metadata():
     for path in EXERCISES.glob("*.ipynb"):
         nb = nbformat.read(path, as_version=4)
-        assert set(nb.metadata) == {"kernelspec", "language_info"}
+        assert set(nb.metadata) == {"kernelspec", "language_info", "schedatrix"}
+        assert nb.metadata["schedatrix"] == {"exercise": path.stem}
         for cell in nb.cells:
-            assert set(cell.metadata) <= {"tags"}
+            if "nbval-check-output" in cell.metadata.get("tags", []):
+                assert cell.metadata == {"tags": ["nbval-check-output"], "editable": False,
+                                         "deletable": False}
+            else:
+                assert set(cell.metadata) <= {"tags"}
             if cell.cell_type == "code":
                 assert cell.outputs == [] and cell.execution_count is None
+
+
+def test_make_exercises_refuses_a_solution_off_the_registry(tmp_path):
+    nb = nbformat.read(SOLUTIONS / "01_score.ipynb", as_version=4)
+    (tmp_path / "sol").mkdir()
+    nbformat.write(nb, tmp_path / "sol" / "99_bonus.ipynb")
+    with pytest.raises(InputError, match="not a registered exercise"):
+        make_exercises(tmp_path / "sol", tmp_path / "ex")
+    (tmp_path / "sol" / "99_bonus.ipynb").unlink()
+    for cell in nb.cells:
+        cell.source = cell.source.replace("check_score(score_card)", "check_score(print)")
+    nbformat.write(nb, tmp_path / "sol" / "01_score.ipynb")
+    with pytest.raises(InputError, match="check cell changed or removed"):
+        make_exercises(tmp_path / "sol", tmp_path / "ex")
+
+
+def test_the_release_holds_exercises_and_lessons_but_no_solutions(tmp_path):
+    files = write_release(tmp_path / "class", SOLUTIONS, ROOT / "notebooks")
+    names = {p.relative_to(tmp_path / "class").as_posix() for p in files}
+    assert {f"exercises/{n}.ipynb" for n in NAMES} <= names
+    assert "notebooks/00_walkthrough.ipynb" in names and "README.md" in names
+    assert not any(n.startswith("solutions") for n in names)
+    released = "".join(p.read_text() for p in files)
+    assert BEGIN not in released and "tokens_in_a_month = true_tok_s" not in released
+    for name in NAMES:
+        assert (tmp_path / "class" / "exercises" / f"{name}.ipynb").read_bytes() == \
+            (EXERCISES / f"{name}.ipynb").read_bytes()
+    with pytest.raises(InputError, match="new or empty folder"):
+        write_release(tmp_path / "class", SOLUTIONS, ROOT / "notebooks")
 
 
 def test_stub_keeps_indentation_and_uses_the_hint():
@@ -195,70 +225,383 @@ def test_every_exercise_fails_untouched_and_passes_with_its_solution(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
-# ----------------------------------------------------------------------------- grade a folder
+
+# ----------------------------------------------------------------------------- grade a class
+#
+# One class, graded once (two at a time, as an instructor would): honest students, and every
+# way to cheat that once worked (issue 9). Each cheat must fail, while a right answer still
+# passes and a wrong one still fails with its helpful message.
+
+SUCCESS = ("check_score: all 37 cases pass (7 spec figures and fixed cards, 30 random). "
+           "Well done!\n")
+CELL_TIMEOUT_S = 8
 
 
-def _failed(result: subprocess.CompletedProcess, path: Path) -> bool:
-    """Whether pytest's summary lists a failing cell of this notebook."""
-    return any(line.startswith("FAILED") and f"{path.parent.name}/{path.name}::" in line
-               for line in result.stdout.splitlines())
+def _edit(path: Path, *, before_check: list[str] = (), check_tags=None, check_output=None,
+          drop_check: bool = False, kernel: str | None = None) -> None:
+    """Change a filled-in exercise the way a learner (or a cheat) would."""
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells)
+              if "nbval-check-output" in c.metadata.get("tags", []))
+    check = nb.cells[at]
+    if check_tags is not None:
+        check.metadata["tags"] = check_tags
+    if check_output is not None:
+        check.outputs = [nbformat.v4.new_output("stream", name="stdout", text=check_output)]
+        check.execution_count = 3
+    for source in reversed(before_check):
+        nb.cells.insert(at, nbformat.v4.new_code_cell(source))
+    if drop_check:
+        nb.cells.remove(check)
+    if kernel:
+        nb.metadata["kernelspec"]["name"] = kernel
+    nbformat.write(nb, path)
 
 
-def test_nbval_lax_and_the_grade_table_agree_on_each_kind_of_student(tmp_path):
-    """Untouched fails, wrong fails, right passes, a forged success output still fails; the
-    grade command's table says the same as nbval, plus it catches a deleted check cell."""
-    subs = tmp_path / "submissions"
-    exercise = EXERCISES / "01_score.ipynb"
-    _fill(exercise, subs / "alice" / "01_score.ipynb", [RIGHT_SCORE])
+def _solved(name: str, dst: Path) -> None:
+    """The solution notebook as it ships, outputs and all: what a copying student hands in."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SOLUTIONS / f"{name}.ipynb", dst)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    from schedatrix.classroom.sandbox import choose
+
+    return choose("auto")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, sandbox):
+    """Build the class, grade it, and return (grades by student, the paths involved)."""
+    from schedatrix.classroom.grade_folder import grade_folder
+    from schedatrix.classroom.sandbox import Limits
+
+    tmp = tmp_path_factory.mktemp("class")
+    subs = tmp / "submissions"
+    ex1 = EXERCISES / "01_score.ipynb"
+    paths = {"decoy_exercises": tmp / "instructor" / "exercises",
+             "canary": tmp / "instructor" / "canary.txt",
+             "solutions": SOLUTIONS}
+    paths["decoy_exercises"].mkdir(parents=True)
+    shutil.copy(ex1, paths["decoy_exercises"] / "01_score.ipynb")
+
+    def student(name: str, bodies=(RIGHT_SCORE,), exercise="01_score", **edits) -> Path:
+        path = subs / name / f"{exercise}.ipynb"
+        _fill(EXERCISES / f"{exercise}.ipynb", path, list(bodies))
+        if edits:
+            _edit(path, **edits)
+        return path
+
+    # honest students
+    paths["alice"] = student("alice")
     (subs / "bob").mkdir(parents=True)
-    shutil.copy(exercise, subs / "bob" / "01_score.ipynb")  # untouched
-    _fill(exercise, subs / "carol" / "01_score.ipynb", [WRONG_SCORE])
-    # erin: a wrong function, with the solution's success message pasted into the outputs
-    solved = nbformat.read(SOLUTIONS / "01_score.ipynb", as_version=4)
-    saved = [c for c in solved.cells if "nbval-check-output" in c.metadata.get("tags", [])][0]
-    assert "Well done" in saved.outputs[0]["text"]
-    forged = subs / "erin" / "01_score.ipynb"
-    _fill(exercise, forged, [WRONG_SCORE])
-    nb = nbformat.read(forged, as_version=4)
-    for cell in nb.cells:
-        if "nbval-check-output" in cell.metadata.get("tags", []):
-            cell.outputs, cell.execution_count = saved.outputs, saved.execution_count
-    nbformat.write(nb, forged)
-    # dave passes nbval but deleted his check cell: the template rule catches it
-    _fill(exercise, subs / "dave" / "01_score.ipynb", [RIGHT_SCORE])
-    nb = nbformat.read(subs / "dave" / "01_score.ipynb", as_version=4)
-    nb.cells = [c for c in nb.cells if "nbval-check-output" not in c.metadata.get("tags", [])]
-    nbformat.write(nb, subs / "dave" / "01_score.ipynb")
+    shutil.copy(ex1, subs / "bob" / "01_score.ipynb")  # untouched
+    student("carol", [WRONG_SCORE])
+    student("dave", drop_check=True)  # right code, check cell deleted
+    student("erin", [WRONG_SCORE], check_output=SUCCESS)  # the success line pasted in
+    student("frank", exercise="04_famous_months", bodies=[
+        'if "0" not in month.signature:\n    return None, None\n'
+        'failing = ("capacity", "convergence", "evictions")[month.signature.index("0")]\n'
+        'return failing, {"capacity": "cards", "convergence": "shape",'
+        ' "evictions": "window"}[failing]',
+        'failing, _ = diagnose(simulate(plan))\n'
+        'if failing == "capacity":\n    return plan.with_knobs(card_class="flagship")\n'
+        'if failing == "convergence":\n    return plan.with_knobs(shape="steady")\n'
+        'return plan.with_knobs(window="day", evict_share=0.10)'])
 
-    students = ["alice", "bob", "carol", "dave", "erin"]
-    paths = {name: subs / name / "01_score.ipynb" for name in students}
-    result = _nbval_lax(*paths.values(), cwd=tmp_path)
-    nbval_failed = {name: _failed(result, path) for name, path in paths.items()}
-    assert nbval_failed == {"alice": False, "bob": True, "carol": True, "dave": False,
-                            "erin": True}, result.stdout[-3000:]
-    assert "NotImplementedError" in result.stdout
+    # the cheats: each with a wrong score_card, so only the cheat could make it pass
+    wrong = [WRONG_SCORE]
+    student("replaces_check", wrong, check_output=SUCCESS, before_check=[
+        "import schedatrix.classroom.grading as g\n"
+        f"g.check_score = lambda f: print({SUCCESS.strip()!r})"])
+    student("replaces_reference", wrong, before_check=[
+        "import schedatrix, schedatrix.fleet.score, schedatrix.classroom.checks as c\n"
+        "c._score = schedatrix.fleet.score.score = schedatrix.score = score_card"])
+    student("replaces_math", wrong, before_check=[
+        "import types, schedatrix.classroom.checks as c\n"
+        "c.math = types.SimpleNamespace(isclose=lambda *a, **k: True)"])
+    student("custom_exc", wrong, before_check=[
+        "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)"])
+    student("showtraceback", wrong, before_check=[
+        "ip = get_ipython()\n"
+        "ip.showtraceback = ip._showtraceback = lambda *a, **k: None"])
+    student("transformer", wrong, check_output=SUCCESS, before_check=[
+        "def forge(lines):\n"
+        "    if any('check_score(' in line for line in lines):\n"
+        f"        return ['print({SUCCESS.strip()!r})\\n']\n"
+        "    return lines\n"
+        "get_ipython().input_transformers_post.append(forge)"])
+    student("tag_raises", wrong, check_tags=["nbval-check-output", "raises-exception"])
+    student("tag_skip", wrong, check_tags=["nbval-check-output", "nbval-skip"])
+    student("forges_report", wrong, before_check=[
+        "import os, signal, json\n"
+        "fake = json.dumps({'exit': 0, 'ran': 3, 'failures': []})\n"
+        "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "    try:\n"
+        "        args = open(f'/proc/{pid}/cmdline').read().split('\\0')\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    for arg in args:\n"
+        "        if arg.startswith('--junitxml='):\n"
+        "            open(arg.split('=', 1)[1], 'w').write('<testsuite/>')\n"
+        "    for fd in os.listdir(f'/proc/{pid}/fd') if os.access(f'/proc/{pid}/fd', 4) else []:\n"
+        "        try:\n"
+        "            with open(f'/proc/{pid}/fd/{fd}', 'w') as out:\n"
+        "                out.write(fake)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "os.kill(os.getppid(), signal.SIGKILL)"])
+    student("plan_subclass", exercise="04_famous_months", bodies=[
+        'if "0" not in month.signature:\n    return None, None\n'
+        'failing = ("capacity", "convergence", "evictions")[month.signature.index("0")]\n'
+        'return failing, {"capacity": "cards", "convergence": "shape",'
+        ' "evictions": "window"}[failing]',
+        'import dataclasses\n'
+        'from schedatrix import Plan\n'
+        'class Quiet(Plan):\n'
+        '    def to_dict(self):\n'
+        '        return {**dataclasses.asdict(self), "seed": plan.seed,'
+        ' "demand_tok_s": plan.demand_tok_s}\n'
+        'knobs = {**dataclasses.asdict(plan), "seed": 20, "demand_tok_s": 1000.0}\n'
+        'return Quiet(**knobs)'])
+    decoy = paths["decoy_exercises"]
+    student("rewrites_templates", wrong, before_check=[
+        "import glob, os\n"
+        f"targets = [{str(decoy / '01_score.ipynb')!r}]\n"
+        "targets += glob.glob(os.path.join(os.getcwd(), '..', '*', 'exercises', '*.ipynb'))\n"
+        "for target in targets:\n"
+        "    try:\n"
+        "        open(target, 'w').write('{}')\n"
+        "    except OSError:\n"
+        "        pass"])
+    student("after_rewrite", drop_check=True)
+    student("overwrites_alice", wrong, before_check=[
+        "for target, text in [\n"
+        f"        ({str(paths['alice'])!r}, '{{}}'),\n"
+        f"        ({str(paths['canary'])!r}, 'was here')]:\n"
+        "    try:\n"
+        "        open(target, 'w').write(text)\n"
+        "    except OSError:\n"
+        "        pass"])
+    (subs / "just_pass").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("pass")]),
+                   subs / "just_pass" / "01_score.ipynb")
+    _solved("01_score", subs / "bonus" / "99_bonus.ipynb")
+    student("calls_library", ["import schedatrix\nreturn schedatrix.score(true_tok_s, "
+                              "rent_per_month)"])
+    _solved("01_score", subs / "copies_solution" / "01_score.ipynb")
+    (subs / "corrupt").mkdir()
+    (subs / "corrupt" / "01_score.ipynb").write_text('{"cells": [')
+    student("julia", kernel="julia-1.9")
+
+    # limits
+    student("loops", before_check=["while True:\n    pass"])
+    student("eats_memory", before_check=["hog = bytearray(4 * 1024 ** 3)"])
+    student("forks", before_check=[
+        "import os, time\nn = 0\ntry:\n    while n < 5000:\n        if os.fork() == 0:\n"
+        "            time.sleep(60)\n            os._exit(0)\n        n += 1\n"
+        "except OSError as exc:\n    raise RuntimeError(f'stopped after {n} processes')"])
+    # a right answer that also looks around: it fails if it can reach anything it must not
+    student("looks_around", before_check=[
+        "import os, socket\n"
+        "seen = []\n"
+        f"for path in [{str(paths['alice'])!r}, {str(SOLUTIONS / '01_score.ipynb')!r}]:\n"
+        "    try:\n"
+        "        open(path).read(1)\n"
+        "        seen.append(f'read {path}')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "try:\n"
+        f"    open({str(tmp / 'written_by_a_student')!r}, 'w').write('x')\n"
+        "    seen.append('wrote outside')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 53), timeout=3).close()\n"
+        "    seen.append('network')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "cmdlines = []\n"
+        "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "    try:\n"
+        "        cmdlines.append(open(f'/proc/{pid}/cmdline').read())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "if any('schedatrix grade' in c or 'pytest tests' in c for c in cmdlines):\n"
+        "    seen.append('host processes')\n"
+        "if os.getuid() == 0:\n"
+        "    seen.append('root')\n"
+        "if seen:\n"
+        "    raise RuntimeError('reached: ' + ', '.join(seen))"])
+
+    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)
+    before = {p: p.read_bytes() for p in (paths["alice"], decoy / "01_score.ipynb")}
+    grades = grade_folder(subs, jobs=2, sandbox=sandbox, limits=limits, solutions=SOLUTIONS)
+    paths["before"] = before
+    paths["tmp"] = tmp
+    return {(g.student, g.exercise): g for g in grades}, paths
+
+
+def _grade(graded, student, exercise="01_score"):
+    return graded[0][(student, exercise)]
+
+
+def test_honest_students_get_the_grade_and_the_message_they_earned(graded):
+    assert _grade(graded, "alice").passed and _grade(graded, "alice").failure == ""
+    assert _grade(graded, "frank", "04_famous_months").passed
+    bob = _grade(graded, "bob")
+    assert not bob.passed and "NotImplementedError: tokens in a month" in bob.failure
+    carol = _grade(graded, "carol")
+    assert not carol.passed and "AssertionError: score_card(10000 tok/s" in carol.failure
+    assert "divide by a million" in carol.failure
+    assert not _grade(graded, "erin").passed  # a pasted success line changes nothing
+    assert "divide by a million" in _grade(graded, "erin").failure
+    dave = _grade(graded, "dave")
+    assert not dave.passed and "check cell changed or removed" in dave.failure
+
+
+@pytest.mark.parametrize("student, says", [
+    ("replaces_check", "never reached the grader's checker"),
+    ("replaces_reference", "divide by a million|the library.s own answer"),
+    ("replaces_math", "divide by a million"),
+    ("custom_exc", "divide by a million"),
+    ("showtraceback", "divide by a million"),
+    ("transformer", "never reached the grader's checker|divide by a million"),
+    ("tag_raises", "has the tags"),
+    ("tag_skip", "has the tags"),
+    ("forges_report", "divide by a million|never reached|cell "),
+    ("calls_library", "called schedatrix.score, the library's own answer"),
+    ("just_pass", "check cell changed or removed"),
+])
+def test_each_way_to_cheat_fails(graded, student, says):
+    grade = _grade(graded, student)
+    assert not grade.passed
+    assert re.search(says, grade.failure), grade.failure
+
+
+def test_a_plan_subclass_cannot_hide_a_changed_seed(graded):
+    grade = _grade(graded, "plan_subclass", "04_famous_months")
+    assert not grade.passed and "changed the demand_tok_s and seed" in grade.failure
+
+
+def test_templates_come_from_the_package_not_from_a_folder(graded):
+    assert not _grade(graded, "rewrites_templates").passed
+    after = _grade(graded, "after_rewrite")
+    assert not after.passed and "check cell changed or removed" in after.failure
+    grade = _grade(graded, "bonus", "99_bonus")
+    assert not grade.passed and grade.failure == "unknown exercise '99_bonus'"
+
+
+def test_the_sandbox_keeps_each_notebook_to_itself(graded, sandbox):
+    if sandbox.kind == "none":
+        pytest.skip("no sandbox on this machine (no bubblewrap, not root): nothing to test")
+    _, paths = graded
+    for path, data in paths["before"].items():
+        assert path.read_bytes() == data, f"{path} was changed by a student's code"
+    assert not paths["canary"].exists()
+    assert _grade(graded, "alice").passed  # the victim's right answer still passes
+    assert not (paths["tmp"] / "written_by_a_student").exists()
+
+
+def test_a_sandboxed_notebook_reaches_nothing_else(graded, sandbox):
+    if sandbox.kind != "bubblewrap":
+        pytest.skip(f"sandbox {sandbox.kind!r}: reads, network and processes are bubblewrap's "
+                    "to hide (docs/grading.md)")
+    grade = _grade(graded, "looks_around")
+    assert grade.passed, grade.failure
+
+
+def test_limits_end_loops_memory_hogs_and_fork_bombs(graded, sandbox):
+    loops = _grade(graded, "loops")
+    assert not loops.passed and f"timed out after {CELL_TIMEOUT_S} s" in loops.failure
+    memory = _grade(graded, "eats_memory")
+    assert not memory.passed and "MemoryError" in memory.failure
+    forks = _grade(graded, "forks")
+    assert not forks.passed
+    if sandbox.own_uid or not sandbox.as_root:
+        assert "stopped after" in forks.failure, forks.failure
+        count = int(re.search(r"stopped after (\d+)", forks.failure).group(1))
+        assert count < 300
+
+
+def test_broken_notebooks_are_named_plainly(graded):
+    corrupt = _grade(graded, "corrupt")
+    assert not corrupt.passed and corrupt.failure.startswith("not a valid notebook")
+    julia = _grade(graded, "julia")
+    assert not julia.passed and "unknown kernel 'julia-1.9'" in julia.failure
+    for grade in graded[0].values():
+        assert "Traceback" not in grade.failure and "NbCellError" not in grade.failure
+        assert "pytest" not in grade.failure.lower() and "IPyNb" not in grade.failure
+
+
+def test_copies_and_library_calls_are_noted(graded):
+    copy = _grade(graded, "copies_solution")
+    assert copy.passed and "same code as the instructor's solution" in copy.note
+    assert "schedatrix.score" in _grade(graded, "calls_library").note
+    assert _grade(graded, "alice").note == ""
+
+
+def test_plain_nbval_and_the_grade_agree(graded):
+    """`pytest --nbval-lax` (with the package's plugin) fails what the grade fails: honest
+    wrong answers, and the tricks played inside the kernel or on the check cell's tags."""
+    _, paths = graded
+    subs = paths["alice"].parents[1]
+    students = ["alice", "bob", "carol", "erin", "dave", "replaces_check", "custom_exc",
+                "showtraceback", "tag_raises", "tag_skip", "calls_library"]
+    result = _nbval_lax(*(subs / s / "01_score.ipynb" for s in students), cwd=paths["tmp"])
+    for name in students:
+        failed = any(line.startswith(("FAILED", "ERROR")) and f"{name}/01_score.ipynb::" in line
+                     for line in result.stdout.splitlines())
+        assert failed == (not _grade(graded, name).passed), (name, result.stdout[-3000:])
     assert "divide by a million" in result.stdout
+    assert "never reached the checker" in result.stdout
 
-    grades = grade_folder(subs, exercises=EXERCISES, jobs=2)
-    by_student = {g.student: g for g in grades}
-    assert sorted(by_student) == students
-    for name in ("alice", "bob", "carol", "erin"):
-        assert by_student[name].passed == (not nbval_failed[name])
-    assert by_student["alice"].failure == ""
-    assert "NotImplementedError: tokens in a month" in by_student["bob"].failure
-    assert "AssertionError: score_card(10000 tok/s" in by_student["carol"].failure
-    assert "AssertionError" in by_student["erin"].failure
-    assert not by_student["dave"].passed and "check cell" in by_student["dave"].failure
-    assert grade_notebook(paths["dave"]) == (True, "")  # without the template rule
 
-    table = format_table(grades)
-    lines = table.splitlines()
-    assert lines[0].split() == ["student", "exercise", "result", "first", "failing", "check"]
-    assert lines[2].startswith("alice") and " pass" in lines[2]
-    assert "FAIL" in lines[3] and lines[-1] == "1 of 5 notebooks pass"
+def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, monkeypatch):
+    pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra")
+    # the local node's raylet waits 30 s for its agent by default: too short on a busy 2-core box
+    monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")
+    import ray
+
+    from schedatrix.classroom.grade_folder import grade_folder
+    from schedatrix.classroom.sandbox import Limits
+
+    _fill(EXERCISES / "01_score.ipynb", tmp_path / "alice" / "01_score.ipynb", [RIGHT_SCORE])
+    _fill(EXERCISES / "01_score.ipynb", tmp_path / "carol" / "01_score.ipynb", [WRONG_SCORE])
+    limits = Limits(notebook_timeout_s=180)
+    for attempt in (1, 2):  # Ray gives a local node 30 s to start, which a busy machine misses
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            break
+        except Exception as exc:
+            ray.shutdown()
+            if attempt == 2:
+                pytest.skip(f"Ray could not start a local cluster here: {exc}")
+    try:
+        on_ray = grade_folder(tmp_path, engine="ray", sandbox=sandbox.kind, limits=limits)
+    finally:
+        ray.shutdown()
+    here = grade_folder(tmp_path, jobs=2, sandbox=sandbox, limits=limits)
+    assert [(g.student, g.passed) for g in on_ray] == [("alice", True), ("carol", False)]
+    assert on_ray == here
+
+
+def test_the_table(graded):
+    from schedatrix.classroom.grade_folder import format_table
+
+    grades = sorted(graded[0].values(), key=lambda g: (g.student, g.exercise))
+    lines = format_table(grades).splitlines()
+    assert lines[0].split()[:4] == ["student", "exercise", "result", "first"]
+    assert lines[2].startswith("after_rewrite") and "FAIL" in lines[2]
+    passed = sum(g.passed for g in grades)
+    assert lines[-1] == f"{passed} of {len(grades)} notebooks pass"
+    assert any(" pass " in line and "note: same code" in line for line in lines)
 
 
 def test_grade_folder_bad_input(tmp_path):
+    from schedatrix.classroom.grade_folder import grade_folder
+
     with pytest.raises(InputError, match="DIR must"):
         grade_folder(tmp_path / "nope")
     (tmp_path / "alice").mkdir()
@@ -266,10 +609,23 @@ def test_grade_folder_bad_input(tmp_path):
         grade_folder(tmp_path)
 
 
-def test_grade_command_parser_and_bad_jobs(tmp_path):
+def test_a_linked_notebook_is_not_followed(tmp_path):
+    from schedatrix.classroom.grade_folder import read_notebook
+
+    (tmp_path / "secret").write_text("{}")
+    (tmp_path / "link.ipynb").symlink_to(tmp_path / "secret")
+    assert read_notebook(tmp_path / "link.ipynb") == (b"", "not a valid notebook: a link, "
+                                                           "not a file")
+
+
+def test_grade_command_parser_and_bad_input(tmp_path):
+    from schedatrix.classroom.grade_folder import add_grade_parser
+
     parser = argparse.ArgumentParser()
     add_grade_parser(parser.add_subparsers())
     args = parser.parse_args(["grade", str(tmp_path), "--exercise", "01_score", "--jobs", "0"])
-    assert args.exercise == "01_score" and args.width == 0
+    assert args.exercise == "01_score" and args.width == 0 and args.sandbox == "auto"
     with pytest.raises(InputError, match="--jobs"):
         args.func(args)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["grade", str(tmp_path), "--cell-timeout", "0"])

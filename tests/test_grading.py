@@ -1,13 +1,21 @@
-"""The graders: right answers pass, each kind of wrong answer fails with a useful message."""
+"""The checks: right answers pass, each kind of wrong answer fails with a useful message; the
+boundary carries plain data only; the registry and the template rule."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import socket
+import threading
 
+import numpy as np
 import pytest
 
 import schedatrix as s
-from schedatrix.classroom import grading
+from schedatrix.classroom import boundary, exercises
+from schedatrix.classroom import checks as grading
+from schedatrix.classroom import grading as cells
+from schedatrix.classroom.checker import run_session
 
 # ---------------------------------------------------------------- learner-style implementations
 
@@ -59,29 +67,22 @@ def fix(plan):
 # ---------------------------------------------------------------- right answers pass
 
 
-def test_right_answers_pass_and_print_one_line(capsys):
-    grading.check_score(score_card)
-    grading.check_run_set(greedy)
-    grading.check_eviction(evict, wrong)
-    grading.check_famous_months(diagnose, fix)
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4
+def test_right_answers_pass_with_one_line_each():
+    lines = [grading.check_score(score_card), grading.check_run_set(greedy),
+             grading.check_eviction(evict, wrong), grading.check_famous_months(diagnose, fix)]
+    assert all("\n" not in line and line.endswith("Well done!") for line in lines)
     assert lines[0].startswith("check_score: all ") and "pass" in lines[0]
     assert lines[3].startswith("check_famous_months: all ")
 
 
-def test_the_library_passes_its_own_checks(capsys):
-    grading.check_score(s.score)
-    grading.check_run_set(s.greedy_run_set)
-    grading.check_eviction(s.evict_worst, s.wrong_evictions)
-    assert capsys.readouterr().out.count("Well done!") == 3
+def test_the_library_passes_its_own_checks():
+    lines = [grading.check_score(s.score), grading.check_run_set(s.greedy_run_set),
+             grading.check_eviction(s.evict_worst, s.wrong_evictions)]
+    assert all("Well done!" in line for line in lines)
 
 
-def test_success_message_is_deterministic(capsys):
-    grading.check_run_set(greedy)
-    first = capsys.readouterr().out
-    grading.check_run_set(greedy)
-    assert capsys.readouterr().out == first
+def test_success_message_is_deterministic():
+    assert grading.check_run_set(greedy) == grading.check_run_set(greedy)
 
 
 def test_score_rounded_to_three_decimals_passes():
@@ -257,3 +258,179 @@ def test_random_months_cover_each_single_incident():
     for sig in ("111", "011", "101", "110"):
         assert sig in sigs
     assert grading.expected_diagnosis(s.simulate(s.preset("golden-idler").plan)) == "convergence"
+
+
+# ---------------------------------------------------------------- the boundary: plain data only
+
+
+def test_plain_data_round_trips_and_other_objects_become_their_repr():
+    for value in (1, 2.5, float("inf"), "text", None, True, [1, [2.0, "x"]], (1, 2)):
+        assert boundary.decode(boundary.encode(value)) == value
+    arr = boundary.decode(boundary.encode(np.array([3, 1, 2], dtype=np.int32)))
+    assert arr.dtype == np.int32 and arr.tolist() == [3, 1, 2]
+    assert boundary.encode(np.int64(7)) == 7 and boundary.encode(np.float64(0.5)) == 0.5
+
+    class Weird:
+        def __repr__(self):
+            return "<weird>"
+
+    back = boundary.decode(boundary.encode(Weird()))
+    assert isinstance(back, boundary.Opaque) and repr(back) == "<weird>"
+    month = boundary.decode(boundary.encode(s.simulate(s.preset("golden-idler").plan)))
+    assert month.signature == "101" and month.plan == s.preset("golden-idler").plan
+
+
+def test_a_plan_crosses_as_the_knobs_simulate_reads_not_what_to_dict_says():
+    class Sneaky(s.Plan):
+        def to_dict(self):
+            return {**dataclasses.asdict(self), "seed": 0, "demand_tok_s": 60_000.0}
+
+    sneaky = Sneaky(seed=99, demand_tok_s=1_000.0)
+    back = boundary.decode(boundary.encode(sneaky))
+    assert type(back) is s.Plan and back.seed == 99 and back.demand_tok_s == 1_000.0
+    forged = {"plan": {**dataclasses.asdict(s.Plan()), "cards": -1}}
+    assert "invalid Plan" in repr(boundary.decode(forged))
+
+
+def _serve_locally(check: str, functions: dict, answers=()):
+    """Run the checker in a thread and the kernel side here, over a socket pair."""
+    kernel_end, checker_end = socket.socketpair()
+    sessions = []
+    thread = threading.Thread(target=lambda: sessions.append(
+        run_session(boundary.Channel.over_socket(checker_end))))
+    thread.start()
+    with boundary.Channel.over_socket(kernel_end) as channel:
+        verdict, raised = boundary.serve_check(channel, check, functions, answers)
+    thread.join()
+    return verdict, raised, sessions[0]
+
+
+def test_a_check_across_the_boundary_passes_a_right_answer_and_fails_a_wrong_one():
+    verdict, _, session = _serve_locally("check_score", {"score_card": score_card})
+    assert verdict["verdict"] == "pass" and session.passed and "Well done" in session.message
+    verdict, _, session = _serve_locally("check_score",
+                                         {"score_card": lambda r, rent: r * 2_628_000 / rent})
+    assert verdict["error"] == "AssertionError" and "divide by a million" in verdict["message"]
+    assert not session.passed and session.failure.startswith("check_score: AssertionError: ")
+
+
+def test_a_crash_crosses_as_text_and_the_kernel_keeps_the_exception():
+    def stub(true_tok_s, rent_per_month):
+        raise NotImplementedError("write score_card")
+
+    verdict, raised, _ = _serve_locally("check_score", {"score_card": stub})
+    assert verdict["error"] == "NotImplementedError" and verdict["message"] == "write score_card"
+    assert isinstance(raised, NotImplementedError)
+
+
+def test_the_library_answer_refuses_to_run_during_the_check_and_is_restored_after():
+    from schedatrix import score as captured_before  # a reference taken before the check
+
+    answers = exercises.CHECKS["check_score"].answers
+    verdict, _, _ = _serve_locally("check_score",
+                                   {"score_card": lambda r, rent: captured_before(r, rent)},
+                                   answers)
+    assert verdict["verdict"] == "fail"
+    assert "called schedatrix.score, the library's own answer" in verdict["message"]
+
+    def swallowed(r, rent):  # catching the refusal does not hide it
+        try:
+            return s.score(r, rent)
+        except RuntimeError:
+            return score_card(r, rent)
+
+    verdict, _, _ = _serve_locally("check_score", {"score_card": swallowed}, answers)
+    assert "library's own answer" in verdict["message"]
+    assert s.score(10_000, 2_600) == pytest.approx(10.1077, abs=1e-4)
+
+
+def test_every_registered_answer_can_be_refused():
+    for check in exercises.CHECKS.values():
+        with boundary.refused_answers(check.answers) as hits:
+            for answer in check.answers:
+                with pytest.raises(RuntimeError, match="the library's own answer"):
+                    boundary._resolve(answer)(1)
+        assert len(hits) == len(check.answers)
+    assert s.evict_worst([3.0, 1.0], 0.5).tolist() == [1]
+
+
+def test_the_checker_refuses_a_check_of_another_exercise_and_garbage():
+    a, b = socket.socketpair()
+    with boundary.Channel.over_socket(a) as kernel:
+        kernel.send({"check": "check_score", "functions": ["score_card"]})
+        session = run_session(boundary.Channel.over_socket(b), allowed={"check_run_set"})
+        assert not session.passed and "not a check of this exercise" in session.message
+    a, b = socket.socketpair()
+    a.sendall(b"not json\n")
+    session = run_session(boundary.Channel.over_socket(b))
+    assert not session.passed and session.error == "BoundaryError"
+    a.close()
+
+
+def test_check_cells_in_a_kernel_reach_a_checker_process(capsys, monkeypatch):
+    # as in JupyterLab: no grader around, so the cell starts a checker process of its own
+    # (under `pytest --nbval` the plugin's checker would be a thread of this very process)
+    monkeypatch.delenv(boundary.CHECKER_ENV, raising=False)
+    cells.check_score(score_card)
+    assert capsys.readouterr().out.startswith("check_score: all ")
+    with pytest.raises(AssertionError, match="divide by a million"):
+        cells.check_score(lambda r, rent: r * 2_628_000 / rent)
+    with pytest.raises(AssertionError, match="library's own answer"):
+        cells.check_run_set(lambda rates, target: s.greedy_run_set(rates, target))
+
+
+# ---------------------------------------------------------------- the registry and the template
+
+
+def _notebook(*cells, kernel="python3"):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src, metadata=meta)
+                                         for src, meta in cells])
+    nb.metadata["kernelspec"] = {"name": kernel}
+    return nb
+
+
+def test_the_template_rule_refuses_every_change_to_the_check_cells():
+    ex = exercises.EXERCISES["03_eviction"]
+    check = ex.checks[0].cell_source
+    tag = {"tags": ["nbval-check-output"]}
+    assert exercises.template_problem(_notebook(("x = 1", {}), (check, tag), ("y", {})), ex) == ""
+    assert "changed or removed" in exercises.template_problem(_notebook(("x = 1", {})), ex)
+    edited = check.replace("wrong_evictions)", "evict_worst)")
+    assert "changed or removed" in exercises.template_problem(_notebook((edited, tag)), ex)
+    for extra in ("raises-exception", "nbval-skip", "nbval-ignore-output"):
+        bad = {"tags": ["nbval-check-output", extra]}
+        assert "has the tags" in exercises.template_problem(_notebook((check, bad)), ex)
+    assert "has the tags" in exercises.template_problem(_notebook((check, {})), ex)
+    assert "2 times" in exercises.template_problem(_notebook((check, tag), (check, tag)), ex)
+    assert "unknown kernel 'julia-1.9'" in exercises.template_problem(
+        _notebook((check, tag), kernel="julia-1.9"), ex)
+    two = exercises.Exercise("x", "two checks", (exercises.CHECKS["check_score"],
+                                                 exercises.CHECKS["check_run_set"]))
+    first, second = (c.cell_source for c in two.checks)
+    assert exercises.template_problem(_notebook((first, tag), (second, tag)), two) == ""
+    assert "out of order" in exercises.template_problem(_notebook((second, tag), (first, tag)),
+                                                        two)
+
+
+def test_every_check_cell_function_is_registered_and_has_a_check():
+    from schedatrix.classroom.checks import CHECKS as CHECK_FUNCTIONS
+
+    assert set(exercises.CHECKS) == set(CHECK_FUNCTIONS)
+    for name in exercises.CHECKS:
+        assert callable(getattr(cells, name))
+
+
+def test_a_lesson_that_shares_an_exercise_name_is_not_an_exercise():
+    import nbformat
+
+    ex = exercises.EXERCISES["01_score"]
+    root = exercises.__file__.rsplit("/schedatrix/", 1)[0]
+    lesson = nbformat.read(f"{root}/notebooks/01_score.ipynb", as_version=4)
+    student = nbformat.read(f"{root}/exercises/01_score.ipynb", as_version=4)
+    solution = nbformat.read(f"{root}/solutions/01_score.ipynb", as_version=4)
+    assert not exercises.is_exercise_notebook(lesson, ex)
+    assert exercises.is_exercise_notebook(solution, ex)
+    student.cells = [c for c in student.cells if "check_score(" not in c.source]
+    assert exercises.is_exercise_notebook(student, ex)  # the mark stays when the check goes

@@ -10,12 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serving_support import LinearCost, layout, poisson_load
 
+from schedatrix.serving.admission import Admission
 from schedatrix.serving.engine import simulate_fast
+from schedatrix.serving.faults import Fault
 from schedatrix.serving.metrics import figures
+from schedatrix.serving.policy import Policy
 from schedatrix.serving.record import COMPLETED, REJECTED
 from schedatrix.serving.reference import simulate_reference
 from schedatrix.serving.replica import SchedulerConfig
 from schedatrix.serving.requests import Requests, SLOClass
+from schedatrix.serving.routing import ROUTERS
 
 SIMS = [simulate_reference, simulate_fast]
 #: Random designs per run of the equality test (set SX_HYPOTHESIS_EXAMPLES=400 for a long hunt).
@@ -212,3 +216,46 @@ def test_fast_cost_grows_with_requests_not_tokens():
     assert long.output_tokens.sum() == 100 * short.output_tokens.sum()
     assert b.events < 2 * a.events           # a hundred times the tokens, not the events
     assert b.events < b.iterations / 2       # whole stretches of iterations in one event
+
+
+FAULTS = {
+    "none": (),
+    "worker": (Fault("worker", 0, 1.0, 0.5),),
+    "node": (Fault("node", 0, 1.5, 0.3),),
+    "drain": (Fault("drain", 0, 0.8),),
+    "drain and restart": (Fault("drain", 1, 0.5, 0.4),),
+    "link down": (Fault("link", 1, 0.7, 0.6),),
+    "link slow": (Fault("link", 0, 0.5, 2.0, 5.0),),
+    "two crashes": (Fault("worker", 0, 0.6, 0.2), Fault("worker", 1, 1.2, 0.3)),
+}
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), rate=st.floats(5, 80), router=st.sampled_from(list(ROUTERS)),
+       bucket=st.booleans(), max_queue=st.sampled_from([None, 2, 8]), shed_ttft=st.booleans(),
+       priority=st.booleans(), swap=st.booleans(), fault=st.sampled_from(list(FAULTS)),
+       split=st.booleans(), span=st.booleans(), prefix=st.booleans(),
+       kv=st.integers(40, 400), max_batch=st.integers(1, 32), health=st.floats(0, 0.5))
+def test_reference_equals_fast_with_policies_and_faults(seed, rate, router, bucket, max_queue,
+                                                         shed_ttft, priority, swap, fault,
+                                                         split, span, prefix, kv, max_batch,
+                                                         health):
+    from schedatrix.serving.faults import Resilience
+    req = poisson_load(80, rate, seed, inp=(20, 300), out=(1, 120), hashes=prefix,
+                       classes=CLASSES)
+    lay = layout(0 if split else 3, kv, 1, prefill=2 if split else 0, decode=2 if split else 0,
+                 span=span and not split)
+    admission = Admission(buckets={"lo": (rate / 3, 3)} if bucket else {}, max_queue=max_queue,
+                          shed_ttft=shed_ttft)
+    policy = Policy(router=router, admission=admission, priority_preemption=priority,
+                    preemption="swap" if swap else "recompute", faults=FAULTS[fault],
+                    resilience=Resilience(health_check_s=health, retry_budget=2,
+                                          backoff_s=0.1),
+                    seed=seed)
+    cfg = SchedulerConfig(max_batch, max(256, max_batch), True, 16, 32 if prefix else 0)
+    a = simulate_reference(req, LinearCost(), cfg, lay, policy)
+    b = simulate_fast(req, LinearCost(), cfg, lay, policy)
+    _same(a, b)
+    assert np.array_equal(a.retries, b.retries)
+    # nothing is lost: every arrived request ended exactly once
+    assert not np.any((a.status == 3) & ~np.isnan(a.arrival_s))

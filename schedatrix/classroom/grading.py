@@ -1,448 +1,65 @@
-"""Check cells for the exercises: the learner's function against the library, case by case.
+"""Check cells: what a learner's notebook calls to check its functions.
 
-Each ``check_*`` calls the learner's function afresh on fixed cases (the spec's figures and
-the edge cases) and on seeded random ones, compares every answer with the library's own
-function, and raises ``AssertionError`` naming the input, what came back and what was
-expected. On success it prints one line and returns ``None``. Nothing is read from a
-notebook's saved outputs: a check passes only if the function passes it now.
-
-The learner's functions, as the exercises ask for them:
-
-* ``score_card(true_tok_s, rent_per_month) -> float``: million tokens per dollar;
-* ``greedy_run_set(rates_tok_s, target_tok_s) -> indices``: the run set (any order);
-* ``evict_worst(scores, share) -> indices`` (any order) and
-  ``wrong_evictions(true_tok_s, evicted) -> int``;
-* ``diagnose(month) -> (failing_check, knob)`` for a month with at most one failing check
-  (``(None, None)`` for a clean month), and ``fix(plan) -> Plan`` that repairs a famous month.
+These run in the learner's kernel, so they hold no checking code: each one hands the
+learner's functions to :func:`run_check`, which opens a channel to a checker in another
+process (the grader's, or a fresh one) and serves its calls across the boundary
+(:mod:`~schedatrix.classroom.boundary`). The checker decides; the cell prints its one line on
+a pass, or raises its ``AssertionError`` (naming the input, what came back and what was
+expected) or the stub's ``NotImplementedError``. The checks themselves are in
+:mod:`~schedatrix.classroom.checks`.
 """
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Callable
 
-import numpy as np
+from .boundary import connect, serve_check
+from .exercises import CHECKS
 
-from ..fleet.cards import CARD_CLASSES
-from ..fleet.checks import CHECK_NAMES, REPAIR_KNOBS
-from ..fleet.eviction import evict_worst as _evict_worst
-from ..fleet.eviction import wrong_evictions as _wrong_evictions
-from ..fleet.month import Month, simulate
-from ..fleet.plan import Plan
-from ..fleet.presets import PRESETS
-from ..fleet.run_set import SHAPES
-from ..fleet.run_set import greedy_run_set as _greedy_run_set
-from ..fleet.score import score as _score
+__all__ = ["run_check", "check_score", "check_run_set", "check_eviction", "check_famous_months"]
 
-__all__ = [
-    "CHECK_NAMES",
-    "REPAIR_KNOBS",
-    "check_score",
-    "check_run_set",
-    "check_eviction",
-    "check_famous_months",
-]
-
-#: The famous months a learner's ``fix`` must repair, and the check each one fails.
-FAMOUS = {"golden-idler": "convergence", "noise-evictor": "evictions",
-          "bargain-shortfall": "capacity"}
-
-_RANDOM_SEED = 20_260_301
+_ERRORS = {"AssertionError": AssertionError, "NotImplementedError": NotImplementedError}
 
 
-def _fmt(x) -> str:
-    """A short, readable repr of an input or an answer for a message."""
-    if isinstance(x, Month):
-        return f"<month: {_describe(x.plan)}; signature {x.signature}>"
-    if isinstance(x, Plan):
-        return f"<plan: {_describe(x)}>"
-    if isinstance(x, np.ndarray):
-        x = x.tolist()
-    if isinstance(x, float):
-        return f"{x:g}" if abs(x) < 1e6 else f"{x:,.1f}"
-    if isinstance(x, (list, tuple)):
-        items = [_fmt(v) for v in x]
-        if len(items) > 12:
-            items = items[:12] + [f"... ({len(items)} in all)"]
-        return "[" + ", ".join(items) + "]"
-    return repr(x)
+def run_check(name: str, **functions: Callable) -> None:
+    """Run the registered check ``name`` on the learner's ``functions`` in a checker process.
 
-
-def _call(name: str, func: Callable, *args):
-    """Call the learner's function; a crash becomes a failed check that names the input."""
-    try:
-        return func(*args)
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # the learner's bug, reported with the input that caused it
-        shown = ", ".join(_fmt(a) for a in args)
-        raise AssertionError(
-            f"{name}({shown}) raised {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _as_indices(name: str, shown: str, result) -> list[int]:
-    """The learner's answer as a list of ints, or a failed check saying what is wrong."""
-    if result is None:
-        raise AssertionError(f"{name}({shown}) returned None: return the chosen indices")
-    items = list(result) if isinstance(result, (list, tuple)) else None
-    if items is None:
-        try:
-            items = np.asarray(result).reshape(-1).tolist()
-        except (TypeError, ValueError):
-            items = [result]
-    try:
-        values = [int(v) for v in items]
-        whole = all(float(v) == int(v) for v in items)
-    except (TypeError, ValueError):
-        values, whole = [], False
-    if not whole or any(isinstance(v, bool) for v in items):
-        raise AssertionError(
-            f"{name}({shown}) returned {result!r}: return a list of card indices (ints)"
-        )
-    if len(set(values)) != len(values):
-        raise AssertionError(f"{name}({shown}) returned {_fmt(values)}: an index is repeated")
-    return values
-
-
-def _passed(name: str, counts: dict[str, int]) -> None:
-    total = sum(counts.values())
-    parts = ", ".join(f"{n} {what}" for what, n in counts.items())
-    print(f"{name}: all {total} cases pass ({parts}). Well done!")
-
-
-# --------------------------------------------------------------------------- challenge 1
-
-
-def _score_cases() -> tuple[list[tuple[float, float, str]], list[tuple[float, float, str]]]:
-    fixed = [
-        (10_000.0, 2_600.0, "the flagship at its rated rate (spec: 10.108)"),
-        (4_500.0, 1_400.0, "the bargain at its rated rate (spec: 8.447)"),
-        (2_400.0, 2_600.0, "a flagship having a bad month (spec: 2.426)"),
-        (9_000.0, 1_700.0, "the b-stock at its rated rate"),
-        (0.0, 2_600.0, "a card that serves nothing"),
-        (1.0, 1.0, "one token per second for one dollar"),
-        (6_723.0, 2_600.0, "the walkthrough's median flagship"),
-    ]
-    rng = np.random.default_rng(_RANDOM_SEED)
-    rents = [1_400.0, 1_700.0, 2_600.0]
-    rand = []
-    for _ in range(30):
-        rent = rents[int(rng.integers(3))] if rng.random() < 0.5 else float(rng.uniform(200, 5000))
-        rand.append((float(rng.uniform(0, 12_000)), round(rent, 2), "a random card"))
-    return fixed, rand
+    Prints the checker's line on a pass; raises its ``AssertionError`` or
+    ``NotImplementedError`` on a fail (``RuntimeError`` when the checker itself broke down).
+    """
+    __tracebackhide__ = True  # IPython shows the learner the check cell, not this plumbing
+    check = CHECKS[name]
+    with connect() as channel:
+        verdict, raised = serve_check(channel, name, functions, check.answers)
+    message = str(verdict.get("message", ""))
+    if verdict.get("verdict") == "pass":
+        print(message)
+        return
+    error = _ERRORS.get(str(verdict.get("error")), RuntimeError)
+    if error is NotImplementedError and isinstance(raised, NotImplementedError):
+        raise raised  # the learner's own stub, with its line in the traceback
+    raise error(message) from (raised if error is AssertionError else None)
 
 
 def check_score(score_card: Callable) -> None:
-    """Challenge 1: ``score_card(true_tok_s, rent_per_month)`` in million tokens per dollar.
-
-    Answers may be rounded to 3 decimals (the page prints 10.108); anything further off fails.
-    """
-    fixed, rand = _score_cases()
-    for rate, rent, what in fixed + rand:
-        got = _call("score_card", score_card, rate, rent)
-        want = _score(rate, rent)
-        try:
-            if isinstance(got, (str, bytes, bool)):
-                raise TypeError
-            value = float(got)
-        except (TypeError, ValueError):
-            raise AssertionError(
-                f"score_card({_fmt(rate)}, {_fmt(rent)}) returned {got!r}, not a number; "
-                f"expected {want:.4f} ({what})"
-            ) from None
-        if not math.isclose(value, want, rel_tol=1e-6, abs_tol=5e-4):
-            hint = ""
-            if want and math.isclose(value / 1_000_000, want, rel_tol=1e-3):
-                hint = " Looks like tokens per dollar: divide by a million."
-            elif want and math.isclose(value, want * 2_592_000 / 2_628_000, rel_tol=1e-6):
-                hint = " A month here is 730 hours, 2,628,000 s (365 x 24 / 12), not 30 days."
-            raise AssertionError(
-                f"score_card({_fmt(rate)} tok/s, ${_fmt(rent)}/month) returned {value:.6g}, "
-                f"expected {want:.4f} ({what}). The score is tok/s x 2,628,000 s / rent / "
-                f"1,000,000.{hint}"
-            )
-    _passed("check_score", {"spec figures and fixed cards": len(fixed), "random": len(rand)})
-
-
-# --------------------------------------------------------------------------- challenge 2
-
-
-def _month_rates(name: str) -> tuple[list[float], float, str]:
-    """A preset's survivors (measured rates, pool order) and its run-set target."""
-    m = simulate(PRESETS[name].plan)
-    gone = set(m.pool.evicted)
-    rates = [m.pool.measured_tok_s[i] for i in range(m.cards) if i not in gone]
-    return rates, m.target_tok_s, f"{name}: {len(rates)} survivors, expected {m.warm} warm"
-
-
-def _run_set_cases():
-    fixed = []
-    for name in ("walkthrough", "golden-idler-steady", "noise-evictor-day",
-                 "bargain-shortfall-flagship"):
-        fixed.append(_month_rates(name))
-    fixed += [
-        ([5.0, 7.0, 7.0, 3.0], 10.0, "ties: equal rates go lower index first"),
-        ([7.0, 5.0, 5.0, 3.0], 12.0, "ties decide which card runs"),
-        ([6.0, 4.0, 3.0], 10.0, "a prefix that hits the target exactly is enough"),
-        ([1.0, 2.0, 3.0], 100.0, "no prefix reaches the target: every card runs"),
-        ([], 100.0, "an empty pool runs nobody"),
-        ([4.0], 3.0, "one card that covers the target"),
-        ([2.0, 9.0, 4.0, 9.0, 1.0], 9.0, "the first of two equal best cards is enough"),
-    ]
-    rng = np.random.default_rng(_RANDOM_SEED + 2)
-    rand = []
-    for _ in range(40):
-        n = int(rng.integers(1, 25))
-        rates = [float(v) for v in rng.integers(1, 12, size=n)]
-        target = float(rng.integers(1, int(sum(rates) * 1.2) + 2))
-        rand.append((rates, target, "a random pool"))
-    return fixed, rand
+    """Challenge 1: ``score_card(true_tok_s, rent_per_month)`` in million tokens per dollar."""
+    __tracebackhide__ = True
+    run_check("check_score", score_card=score_card)
 
 
 def check_run_set(greedy_run_set: Callable) -> None:
-    """Challenge 2: ``greedy_run_set(rates_tok_s, target_tok_s)``, the whole-card greedy.
-
-    The answer is the set of indices of the shortest prefix, highest rate first (ties: lower
-    index first), whose rates sum to at least the target; every card if none does. The
-    order the indices come back in is not graded.
-    """
-    fixed, rand = _run_set_cases()
-    for rates, target, what in fixed + rand:
-        shown = f"{_fmt(rates)}, {_fmt(target)}"
-        got = _as_indices("greedy_run_set", shown,
-                          _call("greedy_run_set", greedy_run_set, list(rates), target))
-        want = _greedy_run_set(rates, target).tolist()
-        if sorted(got) != sorted(want):
-            hint = ""
-            if len(got) == len(want):
-                hint = " Same size, other cards: sort by rate, highest first, ties lower index."
-            elif len(got) == len(want) + 1:
-                hint = " One card too many: stop as soon as the sum reaches the target (>=)."
-            elif len(got) + 1 == len(want):
-                hint = " One card short: keep taking cards until the sum is >= the target."
-            raise AssertionError(
-                f"greedy_run_set({shown}) returned {_fmt(sorted(got))}, expected "
-                f"{_fmt(sorted(want))} ({what}).{hint}"
-            )
-    _passed("check_run_set", {"spec months and edge cases": len(fixed), "random": len(rand)})
-
-
-# --------------------------------------------------------------------------- challenge 3
-
-
-def _evict_cases():
-    fixed = []
-    for name in ("walkthrough", "noise-evictor", "noise-evictor-day", "bargain-shortfall"):
-        m = simulate(PRESETS[name].plan)
-        fixed.append((list(m.pool.measured_tok_s), m.plan.evict_share,
-                      f"{name}: expected {m.evicted} evicted"))
-    fixed += [
-        ([3.0, 1.0, 1.0, 2.0], 0.5, "ties: equal scores go lower index first"),
-        ([1.0, 1.0, 1.0, 1.0], 0.5, "all equal"),
-        ([5.0, 4.0, 3.0], 0.0, "share 0 evicts nobody"),
-        ([], 0.2, "an empty pool"),
-        ([float(v) for v in range(24)], 0.2, "20% of 24 is 4: floor, not round"),
-        ([float(v % 7) for v in range(100)], 0.29,
-         "29% of 100 is 29 (but 0.29 * 100 is 28.999999999999996 in floating point)"),
-    ]
-    rng = np.random.default_rng(_RANDOM_SEED + 3)
-    rand = []
-    while len(rand) < 40:
-        n = int(rng.integers(1, 40))
-        share = float(rng.integers(0, 20)) / 20
-        raw = share * n
-        if math.floor(raw) != math.floor(raw + 1e-9):  # only the one fixed float trap above
-            continue
-        scores = [float(v) for v in rng.integers(0, 10, size=n)]
-        rand.append((scores, share, "a random pool"))
-    return fixed, rand
-
-
-def _wrong_cases():
-    fixed = []
-    for name in ("walkthrough", "golden-idler", "noise-evictor"):
-        m = simulate(PRESETS[name].plan)
-        fixed.append((list(m.pool.true_tok_s), list(m.pool.evicted),
-                      f"{name}: {m.wrong_evictions} of {m.evicted} wrong"))
-    fixed += [
-        ([1.0, 2.0, 3.0, 4.0], [2], "even pool: the median is 2.5"),
-        ([1.0, 2.0, 3.0, 4.0], [0, 1], "both below the median"),
-        ([1.0, 2.0, 3.0], [1], "at the median counts as wrong"),
-        ([5.0, 1.0, 9.0], [], "nobody evicted"),
-        ([4.0, 4.0, 4.0, 4.0], [3, 0], "all equal: every eviction is wrong"),
-    ]
-    rng = np.random.default_rng(_RANDOM_SEED + 4)
-    rand = []
-    for _ in range(40):
-        n = int(rng.integers(1, 30))
-        rates = [float(v) for v in rng.integers(1, 10, size=n)]
-        k = int(rng.integers(0, n + 1))
-        evicted = [int(v) for v in rng.permutation(n)[:k]]
-        rand.append((rates, evicted, "a random pool"))
-    return fixed, rand
+    """Challenge 2: ``greedy_run_set(rates_tok_s, target_tok_s)``, the whole-card greedy."""
+    __tracebackhide__ = True
+    run_check("check_run_set", greedy_run_set=greedy_run_set)
 
 
 def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> None:
-    """Challenge 3: ``evict_worst(scores, share)`` and ``wrong_evictions(true_tok_s, evicted)``.
-
-    ``evict_worst`` returns the floor(share x n) lowest scores' indices (ties: lower index
-    first; order not graded); ``wrong_evictions`` counts evicted cards whose true rate is at
-    or above the median true rate of the whole pool.
-    """
-    fixed, rand = _evict_cases()
-    for scores, share, what in fixed + rand:
-        shown = f"{_fmt(scores)}, {_fmt(share)}"
-        got = _as_indices("evict_worst", shown,
-                          _call("evict_worst", evict_worst, list(scores), share))
-        want = _evict_worst(scores, share).tolist()
-        if sorted(got) != sorted(want):
-            hint = ""
-            if len(got) != len(want):
-                hint = (f" Evict floor(share x n) = {len(want)} cards"
-                        + (" (add a tiny slack before flooring, e.g. 1e-9)"
-                           if len(got) + 1 == len(want) else "") + ".")
-            else:
-                hint = " Same count, other cards: lowest scores first, ties lower index first."
-            raise AssertionError(
-                f"evict_worst({shown}) returned {_fmt(sorted(got))}, expected "
-                f"{_fmt(sorted(want))} ({what}).{hint}"
-            )
-    wfixed, wrand = _wrong_cases()
-    for rates, evicted, what in wfixed + wrand:
-        shown = f"{_fmt(rates)}, {_fmt(evicted)}"
-        got = _call("wrong_evictions", wrong_evictions, list(rates), list(evicted))
-        want = _wrong_evictions(rates, evicted)
-        try:
-            ok = int(got) == want and float(got) == want
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            median = float(np.median(rates)) if rates else float("nan")
-            raise AssertionError(
-                f"wrong_evictions({shown}) returned {got!r}, expected {want} ({what}). The "
-                f"pool's median true rate is {median:g} (all {len(rates)} cards, numpy's "
-                "median); count evicted cards at or above it."
-            )
-    counts = {"spec months and edge cases": len(fixed) + len(wfixed),
-              "random": len(rand) + len(wrand)}
-    _passed("check_eviction", counts)
-
-
-# --------------------------------------------------------------------------- famous months
-
-
-def expected_diagnosis(month: Month) -> str | None:
-    """The failing check of a month with at most one (``None`` for a clean month)."""
-    failing = [c for c, ok in month.checks.items() if not ok]
-    if len(failing) > 1:
-        raise ValueError(f"month fails {len(failing)} checks: {failing}")
-    return failing[0] if failing else None
-
-
-def _random_months(count_per_signature: int = 3) -> list[tuple[Month, str]]:
-    """Seeded random months with exactly one failing check (and a few clean ones)."""
-    r = random.Random(_RANDOM_SEED)
-    wanted = {"111": 2, "011": count_per_signature, "101": count_per_signature,
-              "110": count_per_signature}
-    found: list[tuple[Month, str]] = []
-    classes = list(CARD_CLASSES)
-    for _ in range(5_000):
-        plan = Plan(
-            cards=8 + int(r.random() * 33),
-            card_class=classes[int(r.random() * len(classes))],
-            demand_tok_s=float(30_000 + 10_000 * int(r.random() * 7)),
-            headroom=0.05 * int(r.random() * 5),
-            shape=SHAPES[int(r.random() * 3)],
-            window=("hour", "day", "week")[int(r.random() * 3)],
-            evict_share=0.1 * int(r.random() * 5),
-            seed=int(r.random() * 1_000_000),
-        )
-        m = simulate(plan)
-        if wanted.get(m.signature, 0) > 0:
-            wanted[m.signature] -= 1
-            found.append((m, "a random month"))
-        if not any(wanted.values()):
-            break
-    return found
-
-
-def _describe(plan: Plan) -> str:
-    return (f"{plan.cards} {plan.card_class} cards, {plan.demand_tok_s:,.0f} tok/s {plan.shape}, "
-            f"{plan.window} window, {plan.evict_share:.0%} evicted, seed {plan.seed}")
+    """Challenge 3: ``evict_worst(scores, share)`` and ``wrong_evictions(true_tok_s, evicted)``."""
+    __tracebackhide__ = True
+    run_check("check_eviction", evict_worst=evict_worst, wrong_evictions=wrong_evictions)
 
 
 def check_famous_months(diagnose: Callable, fix: Callable) -> None:
-    """The famous months: ``diagnose(month)`` and ``fix(plan)``.
-
-    ``diagnose(month)`` gets a :class:`~schedatrix.Month` with at most one failing check and
-    returns ``(failing_check, knob)``: the check's name (``"capacity"``, ``"convergence"``
-    or ``"evictions"``) and a :class:`~schedatrix.Plan` knob that repairs it (capacity:
-    ``card_class`` or ``cards``; convergence: ``shape`` or ``cards``; evictions: ``window``
-    or ``evict_share``), or ``(None, None)`` when the month is clean.
-
-    ``fix(plan)`` gets a famous month's plan and returns a new plan that keeps the seed and
-    the demand, turns only knobs that repair the failing check, and passes all three checks.
-    """
-    months = [(simulate(p.plan), name) for name, p in PRESETS.items()]
-    months += _random_months()
-    for month, what in months:
-        label = f"{what} ({_describe(month.plan)}; signature {month.signature})"
-        got = _call("diagnose", diagnose, month)
-        want = expected_diagnosis(month)
-        if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            raise AssertionError(
-                f"diagnose(month) for {label} returned {got!r}: return a pair "
-                "(failing_check, knob)"
-            )
-        check, knob = got
-        if check != want:
-            digit = (f"digit {CHECK_NAMES.index(want) + 1} of the signature is 0"
-                     if want else "every digit is 1")
-            raise AssertionError(
-                f"diagnose(month) for {label} named the failing check {check!r}, expected "
-                f"{want!r}: {digit} (digits: capacity, convergence, evictions)."
-            )
-        if want is None:
-            if knob is not None:
-                raise AssertionError(
-                    f"diagnose(month) for {label} returned knob {knob!r}: a clean month "
-                    "needs no repair, return (None, None)."
-                )
-            continue
-        if knob not in REPAIR_KNOBS[want]:
-            allowed = " or ".join(repr(k) for k in sorted(REPAIR_KNOBS[want]))
-            raise AssertionError(
-                f"diagnose(month) for {label} named the knob {knob!r}; the {want} check is "
-                f"repaired by {allowed}."
-            )
-    for name, failing in FAMOUS.items():
-        plan = PRESETS[name].plan
-        got = _call("fix", fix, plan)
-        if not isinstance(got, Plan):
-            raise AssertionError(
-                f"fix({name} plan) returned {got!r}: return a Plan (plan.with_knobs(...))"
-            )
-        changed = {k for k, v in got.to_dict().items() if plan.to_dict()[k] != v}
-        kept = sorted(changed & {"seed", "demand_tok_s"})
-        if kept:
-            raise AssertionError(
-                f"fix({name} plan) changed the {' and '.join(kept)}: "
-                "keep the same cards (seed) and the same demand, and turn a knob instead."
-            )
-        extra = changed - REPAIR_KNOBS[failing]
-        if extra:
-            allowed = " or ".join(sorted(REPAIR_KNOBS[failing]))
-            raise AssertionError(
-                f"fix({name} plan) turned {', '.join(sorted(extra))}; the {name} fails "
-                f"{failing}, which is repaired by {allowed}: turn only those."
-            )
-        m = simulate(got)
-        if m.signature != "111":
-            raise AssertionError(
-                f"fix({name} plan) gave {_describe(got)}: signature {m.signature}, bill "
-                f"${m.bill:,.0f}, {m.warm} warm, convergence {m.convergence:.1%}. Expected a "
-                "clean month, signature 111."
-            )
-    _passed("check_famous_months", {"months diagnosed": len(months), "famous fixes": len(FAMOUS)})
+    """The famous months: ``diagnose(month)`` and ``fix(plan)``."""
+    __tracebackhide__ = True
+    run_check("check_famous_months", diagnose=diagnose, fix=fix)

@@ -9,17 +9,23 @@ A solution notebook is the single source. In its code cells, each region
 
 becomes, at the region's indentation, ``raise NotImplementedError("<hint>")`` (the hint line
 is optional). Cells tagged ``solution`` are left out whole. Outputs and execution counts are
-cleared and metadata normalised (cell metadata keeps only its tags; the notebook keeps only
-the kernel), so regenerating is byte-stable and ``--check`` can tell when ``exercises/`` is
-out of date.
+cleared and metadata normalised (cell metadata keeps only its tags, and check cells are marked
+read-only for JupyterLab; the notebook keeps only the kernel), so regenerating is byte-stable
+and ``--check`` can tell when ``exercises/`` is out of date. A solution must be a registered
+exercise whose check cells match the registry (:mod:`.exercises`).
+
+``--release DIR`` writes what a class receives: the exercises, the lessons (``notebooks/``)
+and ``examples/``, with a short README; never ``solutions/``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from ..errors import InputError
+from .exercises import CHECK_TAG, EXERCISE_KEY, exercise_of, template_problem
 
 __all__ = [
     "BEGIN",
@@ -31,6 +37,7 @@ __all__ = [
     "release_notebook",
     "render",
     "make_exercises",
+    "write_release",
     "add_release_parser",
 ]
 
@@ -104,6 +111,8 @@ def release_notebook(nb, name: str = "notebook"):
         if SOLUTION_TAG in tags:
             continue
         metadata = {"tags": tags} if tags else {}
+        if CHECK_TAG in tags:  # JupyterLab keeps learners from editing or deleting it
+            metadata.update(editable=False, deletable=False)
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(
                 stub_source(cell.source, f"{name}, cell {index}"), metadata=metadata
@@ -118,6 +127,9 @@ def release_notebook(nb, name: str = "notebook"):
         cells.append(new)
     out = nbformat.v4.new_notebook(cells=cells)
     out.metadata = {"kernelspec": dict(_KERNELSPEC), "language_info": {"name": "python"}}
+    exercise = exercise_of(name)
+    if exercise is not None:  # tells the pytest plugin this is an exercise, not a lesson
+        out.metadata[EXERCISE_KEY] = {"exercise": exercise.name}
     out.nbformat, out.nbformat_minor = 4, 5
     return out
 
@@ -147,6 +159,7 @@ def make_exercises(solutions: Path | str = "solutions", exercises: Path | str = 
     changed: list[Path] = []
     for path in sources:
         nb = nbformat.read(path, as_version=4)
+        _registered(nb, path)
         text = render(release_notebook(nb, path.name))
         target = dst / path.name
         old = target.read_text(encoding="utf-8") if target.exists() else None
@@ -161,7 +174,71 @@ def make_exercises(solutions: Path | str = "solutions", exercises: Path | str = 
     return changed
 
 
+def _registered(nb, path: Path) -> None:
+    """Refuse a solution that is not a registered exercise or whose check cells differ."""
+    exercise = exercise_of(path.stem)
+    where = "schedatrix/classroom/exercises.py"
+    if exercise is None:
+        raise InputError(f"{path} is not a registered exercise: add {path.stem!r} to {where}")
+    problem = template_problem(nb, exercise)
+    if problem:
+        raise InputError(f"{path}: {problem} (its check cells are registered in {where})")
+
+
+_STUDENT_README = """# Your schedatrix course
+
+- `notebooks/`: the lessons. Start with `00_walkthrough.ipynb`.
+- `exercises/`: your exercises. Replace each `raise NotImplementedError(...)` with your code,
+  then run the check cell under it: it tries your function on many cases and tells you which
+  input gave what. The check cells are read-only: a changed check cell fails the grade.
+
+Install the course once (Python 3.11 or newer), from the package your instructor gave you:
+
+    python3 -m venv .venv
+    .venv/bin/pip install "schedatrix[course,test]"   # or the wheel file you were given
+    .venv/bin/jupyter lab notebooks/00_walkthrough.ipynb
+
+Check an exercise yourself after running all its cells and saving it:
+
+    .venv/bin/pytest --nbval-lax exercises/01_score.ipynb
+
+Hand in the saved notebooks under their own names (`01_score.ipynb`, ...). Your instructor
+grades each one in a sandbox with `schedatrix grade`.
+"""
+
+
+def write_release(target: Path | str, solutions: Path | str = "solutions",
+                  notebooks: Path | str = "notebooks",
+                  examples: Path | str = "examples") -> list[Path]:
+    """Write what a class receives into ``target`` (a new or empty folder); return the files.
+
+    ``target/exercises`` is generated from ``solutions`` (which is never copied),
+    ``target/notebooks`` and ``target/examples`` are copies, and a README tells students
+    how to work and check.
+    """
+    out = Path(target)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"--release must name a new or empty folder, got {str(out)!r}")
+    lessons = Path(notebooks)
+    if not lessons.is_dir():
+        raise InputError(f"--notebooks must be the folder of lessons, got {str(lessons)!r}")
+    make_exercises(solutions, out / "exercises")
+    shutil.copytree(lessons, out / "notebooks",
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    if Path(examples).is_dir():
+        shutil.copytree(examples, out / "examples")
+    (out / "README.md").write_text(_STUDENT_README, encoding="utf-8")
+    return sorted(p for p in out.rglob("*") if p.is_file())
+
+
 def _run(args) -> int:
+    if args.release:
+        if args.check:
+            raise InputError("--check and --release do not go together")
+        files = write_release(args.release, args.solutions, args.notebooks)
+        print(f"wrote {len(files)} files to {args.release}: exercises/, notebooks/, "
+              "README.md (no solutions): hand out this folder, not the repository")
+        return 0
     changed = make_exercises(args.solutions, args.exercises, check=args.check)
     if args.check:
         if changed:
@@ -195,5 +272,10 @@ def add_release_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--exercises", default="exercises", help="folder to write the exercises to")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if exercises/ differs from what would be made")
+    p.add_argument("--release", metavar="DIR", default=None,
+                   help="write what a class receives into DIR (a new folder): exercises, "
+                   "lessons, examples and a README; never the solutions")
+    p.add_argument("--notebooks", default="notebooks",
+                   help="folder of lessons to release (default notebooks)")
     p.set_defaults(func=_run)
     return p

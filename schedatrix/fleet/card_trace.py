@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
 from .constants import HOUR_WINDOW_ERROR
+from .inputs import real_number, whole_number
 from .window import BLIP_CHANCE_PER_HOUR, error_bound
 
 __all__ = [
@@ -50,9 +50,8 @@ class CardTrace:
 
 
 def _positive(name: str, value: float) -> float:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
+    return float(real_number(name, value, "a finite number > 0",
+                             lambda x: math.isfinite(x) and x > 0))
 
 
 def card_trace(
@@ -69,15 +68,14 @@ def card_trace(
     ``(1 - dip_depth)`` in a blip hour. With ``degrade_at`` the true rate falls to
     ``degraded_tok_s`` from that hour on (a card going bad mid-month).
     """
-    _positive("true_tok_s", true_tok_s)
-    if not (isinstance(hours, int) and hours >= 1):
-        raise InputError(f"hours must be a whole number >= 1, got {hours!r}")
-    if not 0 <= dip_depth < 1:
-        raise InputError(f"dip_depth must be a fraction in [0, 1), got {dip_depth!r}")
-    true = np.full(hours, float(true_tok_s))
+    true_tok_s = _positive("true_tok_s", true_tok_s)
+    hours = whole_number("hours", hours, low=1)
+    dip_depth = real_number("dip_depth", dip_depth, "a fraction in [0, 1)",
+                            lambda x: 0 <= x < 1)
+    true = np.full(hours, true_tok_s)
     if degrade_at is not None:
-        if not (isinstance(degrade_at, int) and 0 <= degrade_at < hours):
-            raise InputError(f"degrade_at must be an hour in [0, {hours}), got {degrade_at!r}")
+        degrade_at = whole_number("degrade_at", degrade_at, low=0, high=hours - 1,
+                                  allowed=f"an hour in [0, {hours})")
         true[degrade_at:] = _positive("degraded_tok_s", degraded_tok_s)
     rng = np.random.default_rng(seed)
     noise = rng.uniform(-1.0, 1.0, hours)
@@ -92,10 +90,7 @@ def window_averages(hourly_tok_s, hours: int) -> np.ndarray:
     Works on the last axis, so a (cards, hours) array gives (cards, windows).
     """
     values = np.asarray(hourly_tok_s, dtype=float)
-    if not (isinstance(hours, int) and 1 <= hours <= values.shape[-1]):
-        raise InputError(
-            f"hours must be a whole number from 1 to {values.shape[-1]}, got {hours!r}"
-        )
+    hours = whole_number("hours", hours, low=1, high=values.shape[-1])
     count = values.shape[-1] // hours
     trimmed = values[..., : count * hours]
     return trimmed.reshape(*values.shape[:-1], count, hours).mean(axis=-1)
@@ -130,8 +125,7 @@ def window_errors(
 ) -> list[WindowError]:
     """Measure the window's error for each length in ``hours_list`` over ``cards`` card-months
     of hourly traces (all at the same true rate: the error is relative)."""
-    if not (isinstance(cards, int) and cards >= 1):
-        raise InputError(f"cards must be a whole number >= 1, got {cards!r}")
+    cards = whole_number("cards", cards, low=1)
     rng = np.random.default_rng(seed)
     noise = rng.uniform(-1.0, 1.0, (cards, HOURS_PER_MONTH))
     blips = rng.random((cards, HOURS_PER_MONTH)) < BLIP_CHANCE_PER_HOUR

@@ -23,6 +23,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from ..errors import InputError
 from .cards import card_class
 from .draws import uniform
+from .inputs import whole_number
 from .run_set import greedy_run_set
 from .score import score
 
@@ -74,9 +75,7 @@ def mixed_pool(counts: Mapping[str, int], seed: int = 0) -> MixedPool:
     classes: list[str] = []
     for key, count in counts.items():
         card_class(key)
-        if not (isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= 4096):
-            raise InputError(f"counts[{key!r}] must be a whole number from 0 to 4096, "
-                             f"got {count!r}")
+        count = whole_number(f"counts[{key!r}]", count, low=0, high=4096)
         classes += [key] * count
     if not classes:
         raise InputError(f"counts must hold at least one card, got {dict(counts)!r}")

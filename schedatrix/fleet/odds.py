@@ -6,6 +6,7 @@ arguments give the same answer on every machine.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +16,8 @@ from tqdm.auto import tqdm
 from ..errors import InputError
 from .cards import CARD_CLASSES
 from .engine import simulate_many
-from .plan import Plan
+from .inputs import real_number, shown, whole_number
+from .plan import MAX_SEED, Plan
 from .run_set import SHAPES
 from .window import NAMED_WINDOWS
 
@@ -42,29 +44,86 @@ class CheckOdds:
     signatures: dict[str, int]
 
 
+#: The most bytes of results ``check_odds`` holds at once: it runs the months in chunks that
+#: fit (about 250 bytes a month, so 65,536 months a chunk), whatever the card count; with the
+#: engine's scratch (at most ``MAX_WORKERS`` x 3.8 MB) the whole run stays under ODDS_MEMORY_CAP.
+ODDS_CHUNK_BYTES = 16 * 2**20
+_BYTES_PER_MONTH = 256
+#: What check_odds' arrays add up to at most, whatever the knobs (the tests measure it).
+ODDS_MEMORY_CAP = 64 * 2**20
+#: A run this long (cards x months) shows a progress bar unless told not to: a few seconds.
+PROGRESS_CARD_MONTHS = 50_000_000
+#: Seconds between progress refreshes: on a terminal, and where stderr is a file or a pipe (a
+#: log gets a line every 10 s, not thousands).
+PROGRESS_REFRESH_S = {"terminal": 0.5, "log": 10.0}
+
+
+def _bar(months: int, show: bool):
+    stream = sys.stderr
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    refresh = PROGRESS_REFRESH_S["terminal" if terminal else "log"]
+    # A terminal's bar disappears when done; a log (or a notebook) keeps its last line.
+    return tqdm(total=months, desc="lottery draws", unit=" months", unit_scale=True,
+                disable=not show, leave=not terminal, mininterval=refresh, file=stream)
+
+
 def check_odds(plan: Plan, months: int = 2_000, seed: int = 0, confidence: float = 0.95,
-               progress: bool = False, chunk: int = 100_000) -> CheckOdds:
+               progress: bool | None = None, chunk: int | None = None) -> CheckOdds:
     """Monte Carlo over ``months`` draws: each check's failure share with a confidence interval.
 
-    Months run in chunks of ``chunk`` so memory stays bounded; ``progress=True`` shows a
-    progress bar (tqdm, on stderr).
+    Parameters
+    ----------
+    plan : Plan
+    months : int
+        Lottery draws, >= 1 (an int or a numpy integer); seeds ``seed .. seed + months - 1``.
+    seed : int
+        The first seed, 0 to 2**63 - months.
+    confidence : real number
+        Of the Wilson intervals, in (0, 1); any real type.
+    progress : bool or None
+        ``None`` (the default) shows a progress bar when the run is long (cards x months
+        above ``PROGRESS_CARD_MONTHS``, a few seconds); ``True`` always, ``False`` never.
+        The bar goes to stderr even when stderr is not a terminal (a notebook shows a
+        widget), refreshing every 0.5 s on a terminal (then cleared) and every 10 s
+        elsewhere (a log keeps a few lines and the last one).
+    chunk : int or None
+        Months per engine call; by default as many as fit ``ODDS_CHUNK_BYTES`` (fewer when a
+        bar is shown, so that it moves). The answer never depends on it.
+
+    Memory stays under ``ODDS_MEMORY_CAP`` (64 MiB of arrays) whatever the card count and
+    months: the engine's own work arrays do not grow with the months it is given.
     """
-    if not (isinstance(confidence, float) and 0 < confidence < 1):
-        raise InputError(f"confidence must be a fraction in (0, 1), got {confidence!r}")
-    if not (isinstance(months, int) and not isinstance(months, bool) and months >= 1):
-        raise InputError(f"months must be a whole number >= 1, got {months!r}")
+    months = whole_number("months", months, low=1)
+    seed = whole_number("seed", seed, low=0, high=MAX_SEED - months + 1,
+                        allowed="a whole number from 0 to 2**63 - months")
+    confidence = real_number("confidence", confidence, "a fraction in (0, 1)",
+                             lambda x: 0 < x < 1)
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise InputError(f"progress must be True, False or None, got {shown(progress)}")
+    show = plan.cards * months > PROGRESS_CARD_MONTHS if progress is None else bool(progress)
+    fits = max(1, ODDS_CHUNK_BYTES // _BYTES_PER_MONTH)
+    if chunk is None:
+        chunk = min(fits, -(-months // 100)) if show else fits
+    else:
+        chunk = whole_number("chunk", chunk, low=1, high=fits,
+                             allowed=f"a whole number of months from 1 to {fits}")
     failures = dict.fromkeys(CHECKS, 0)
     signatures: dict[str, int] = {}
-    starts = range(seed, seed + months, chunk)
-    for start in tqdm(starts, desc="months", unit="chunk", disable=not progress, leave=False):
-        m = simulate_many(plan, min(chunk, seed + months - start), start)
-        passed = (m.capacity_ok, m.convergence_ok, m.evictions_ok)
-        for name, ok in zip(CHECKS, passed, strict=True):
-            failures[name] += int(np.count_nonzero(~ok))
-        digits = passed[0].astype(int) * 100 + passed[1].astype(int) * 10 + passed[2]
-        for value, count in zip(*np.unique(digits, return_counts=True), strict=True):
-            key = f"{int(value):03d}"
-            signatures[key] = signatures.get(key, 0) + int(count)
+    with _bar(months, show) as bar:
+        for start in range(seed, seed + months, chunk):
+            m = simulate_many(plan, min(chunk, seed + months - start), start)
+            passed = (m.capacity_ok, m.convergence_ok, m.evictions_ok)
+            for name, ok in zip(CHECKS, passed, strict=True):
+                failures[name] += len(ok) - int(np.count_nonzero(ok))
+            digits = passed[0].astype(int) * 100 + passed[1].astype(int) * 10 + passed[2]
+            for value, count in zip(*np.unique(digits, return_counts=True), strict=True):
+                key = f"{int(value):03d}"
+                signatures[key] = signatures.get(key, 0) + int(count)
+            bar.update(len(m))
+            del m, passed, digits
     interval = {}
     for name in CHECKS:
         ci = binomtest(failures[name], months).proportion_ci(confidence, method="wilson")

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
 from .card_trace import HOURS_PER_MONTH
 from .cards import CardClass, card_class
 from .constants import HOUR_WINDOW_ERROR
 from .eviction import evict_count
+from .inputs import real_number, whole_number
 from .window import BLIP_CHANCE_PER_HOUR, error_bound
 
 __all__ = [
@@ -61,30 +61,31 @@ class Policy:
     margin: float = 1.0
 
 
+def _share(share: float) -> float:
+    """A policy's eviction share: any real number in [0, 1), kept as a float."""
+    evict_count(share, 1)  # validates it
+    return float(share)
+
+
 def worst_first(share: float = 0.10) -> Policy:
     """Evict the floor(share x n) worst readings at every review."""
-    evict_count(share, 1)  # validates the share
+    share = _share(share)
     return Policy(name=f"worst-first {share:.0%}", kind="worst", share=share)
 
 
 def consecutive(k: int = 3, share: float = 0.10) -> Policy:
     """Evict a card only once it sat in the worst ``share`` at ``k`` reviews in a row."""
-    evict_count(share, 1)
-    if not (isinstance(k, int) and k >= 1):
-        raise InputError(f"k must be a whole number >= 1, got {k!r}")
+    share = _share(share)
+    k = whole_number("k", k, low=1)
     return Policy(name=f"{k} in a row, worst {share:.0%}", kind="consecutive", share=share, k=k)
 
 
 def below_median(gap: float = 0.25, margin: float = 1.0) -> Policy:
     """Evict a card reading below the median reading by more than ``gap`` (a share) plus
     ``margin`` window errors: the cut is median x (1 - gap - margin x 25% / sqrt(hours))."""
-    if not (isinstance(gap, (int, float)) and 0 <= gap < 1):
-        raise InputError(f"gap must be a fraction in [0, 1), got {gap!r}")
-    if not (isinstance(margin, (int, float)) and margin >= 0
-            and gap + margin * HOUR_WINDOW_ERROR < 1):
-        raise InputError(
-            f"margin must be >= 0 with gap + margin x 25% below 1, got margin={margin!r}"
-        )
+    gap = real_number("gap", gap, "a fraction in [0, 1)", lambda x: 0 <= x < 1)
+    margin = real_number("margin", margin, "a number >= 0 with gap + margin x 25% below 1",
+                         lambda x: x >= 0 and gap + x * HOUR_WINDOW_ERROR < 1)
     return Policy(name=f"{gap:.0%} below median + {margin:g} x error", kind="margin", gap=gap,
                   margin=margin)
 
@@ -121,12 +122,9 @@ def watch(
     ``cards`` cards of one class. Same seed, same months, for every policy and window: the
     hourly noise, blips, replacement tickets and the bad card's hour are drawn up front."""
     cls = card_class(card_class_key)
-    if not (isinstance(hours, int) and 1 <= hours <= HOURS_PER_MONTH // 2):
-        raise InputError(f"hours must be a whole number from 1 to 365, got {hours!r}")
-    if not (isinstance(cards, int) and 2 <= cards <= 1024):
-        raise InputError(f"cards must be a whole number from 2 to 1024, got {cards!r}")
-    if not (isinstance(months, int) and months >= 1):
-        raise InputError(f"months must be a whole number >= 1, got {months!r}")
+    hours = whole_number("hours", hours, low=1, high=HOURS_PER_MONTH // 2)
+    cards = whole_number("cards", cards, low=2, high=1024)
+    months = whole_number("months", months, low=1)
     rng = np.random.default_rng(seed)
     H, n, M = HOURS_PER_MONTH, cards, months
     rows = np.arange(M)

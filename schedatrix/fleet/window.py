@@ -18,6 +18,7 @@ import math
 
 from ..errors import InputError
 from .constants import HOUR_WINDOW_ERROR
+from .inputs import is_real, shown
 
 __all__ = [
     "NAMED_WINDOWS",
@@ -47,7 +48,11 @@ _ALLOWED = (
 
 
 def window_hours(window) -> float:
-    """A window's length in hours: ``hour``, ``day``, ``week`` or 0.1 to 730 hours."""
+    """A window's length in hours: ``hour``, ``day``, ``week`` or 0.1 to 730 hours.
+
+    A number of hours may be any real type (Python's or numpy's) or a string of one
+    ("36"); a bool is refused.
+    """
     if isinstance(window, str):
         key = window.strip().lower()
         if key in NAMED_WINDOWS:
@@ -56,10 +61,10 @@ def window_hours(window) -> float:
             hours = float(key)
         except ValueError:
             raise InputError(f"window must be {_ALLOWED}, got {window!r}") from None
-    elif isinstance(window, (int, float)) and not isinstance(window, bool):
+    elif is_real(window):
         hours = float(window)
     else:
-        raise InputError(f"window must be {_ALLOWED}, got {window!r}")
+        raise InputError(f"window must be {_ALLOWED}, got {shown(window)}")
     if not (math.isfinite(hours) and MIN_WINDOW_HOURS <= hours <= MAX_WINDOW_HOURS):
         raise InputError(f"window must be {_ALLOWED}, got {window!r}")
     return hours

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from .catalog import GPUS, MODELS
+from .routing import ROUTERS
 
 __all__ = ["add_serving_parser"]
 
@@ -57,6 +58,18 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="prefill each prompt whole in one iteration")
     g.add_argument("--price", type=_positive(float, "--price"), metavar="DOLLARS",
                    help="price per GPU-hour (default: the catalog's stated price)")
+    g.add_argument("--router", choices=sorted(ROUTERS),
+                   help="how requests pick a replica (default round-robin)")
+    g.add_argument("--priority-preemption", dest="priority_preemption", action="store_true",
+                   default=None, help="a higher class preempts running lower-class requests")
+    g = p.add_argument_group("faults (run and accept)")
+    g.add_argument("--fault", action="append", default=[], metavar="SPEC",
+                   help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
+                        "or drain:REPLICA@T[+DOWN] (seconds; repeat for several)")
+    g.add_argument("--health-check", type=float, metavar="SECONDS",
+                   help="how long the router takes to notice a crash (default 5)")
+    g.add_argument("--retry-budget", type=int, metavar="N",
+                   help="retries a request gets after crashes (default 3)")
     g = p.add_argument_group("the load (override the scenario's [load])")
     g.add_argument("--rate", type=_positive(float, "--rate"), metavar="RPS",
                    help="requests per second (Poisson, or gamma with --burstiness)")
@@ -113,6 +126,36 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                    help="repeat the designs for each model (how the answer moves)")
     _add_scenario_flags(p)
     p.set_defaults(func=_cmd_compare)
+    p = sub.add_parser("accept", help="acceptance: designs over seeds and faults, a decision "
+                                      "record and a runbook",
+                       description="Run a scenario's designs over seeds, without and with its "
+                                   "fault schedule, judge them by the acceptance criteria, and "
+                                   "write the decision record and the operations and recovery "
+                                   "runbook (Markdown, PNG, JSON) into --out.")
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
+    _add_scenario_flags(p)
+    p.set_defaults(func=_cmd_accept, out_default="accept-report")
+    p = sub.add_parser("isolation", help="the noisy neighbour: one tenant bursts; each "
+                                         "tenant's figures without and with isolation",
+                       description="Two tenants share a design; one bursts to --burst times "
+                                   "its rate. Each tenant's p95 TTFT and goodput, without and "
+                                   "with the isolation features (priority, a token bucket on "
+                                   "the noisy tenant, shedding by estimated TTFT).")
+    g = p.add_argument_group("the design")
+    g.add_argument("--model", choices=sorted(MODELS), default="llama-3.1-8b")
+    g.add_argument("--gpu", choices=sorted(GPUS), default="a100-80gb")
+    g.add_argument("--tp", type=_positive(int, "--tp"), default=1)
+    g.add_argument("--replicas", type=_positive(int, "--replicas"), default=2)
+    g = p.add_argument_group("the tenants")
+    g.add_argument("--rate", type=_positive(float, "--rate"), default=3.0,
+                   help="each tenant's usual requests/s (default 3)")
+    g.add_argument("--burst", type=_positive(float, "--burst"), default=5.0,
+                   help="the noisy tenant's rate multiplier during its burst (default 5)")
+    g.add_argument("--runs", type=_positive(int, "--runs"), default=1)
+    g.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_isolation)
     p = sub.add_parser("fit", help="a trace's figures and a synthetic load that reproduces them")
     p.add_argument("trace", metavar="TRACE", help="a request trace")
     p.add_argument("--window", type=_positive(float, "--window"), default=60.0,
@@ -130,7 +173,8 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
 _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replicas": "replicas",
                  "prefill_replicas": "prefill_replicas", "decode_replicas": "decode_replicas",
                  "max_batch": "max_batch", "max_batched_tokens": "max_batched_tokens",
-                 "chunked_prefill": "chunked_prefill", "price": "price_per_gpu_hour"}
+                 "chunked_prefill": "chunked_prefill", "price": "price_per_gpu_hour",
+                 "router": "router", "priority_preemption": "priority_preemption"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
@@ -212,6 +256,17 @@ def _scenario(args, one_design: bool):
     data["acceptance"] = acc
     if args.reference:
         data["simulator"] = {"implementation": "reference"}
+    if args.fault:
+        faults = data.get("faults") if isinstance(data.get("faults"), dict) else {}
+        data["faults"] = {**faults, "schedule": list(faults.get("schedule", [])) + args.fault}
+    res = dict(data.get("resilience", {})) if isinstance(data.get("resilience", {}),
+                                                         dict) else data["resilience"]
+    if args.health_check is not None:
+        res["health_check_s"] = args.health_check
+    if args.retry_budget is not None:
+        res["retry_budget"] = args.retry_budget
+    if res:
+        data["resilience"] = res
     return scenario_from_dict(data, base=base_for_trace if base_for_trace else base,
                               source=source)
 
@@ -283,10 +338,84 @@ def _cmd_run(args) -> int:
     from .compare import Comparison
     scenario = _scenario(args, one_design=True)
     design = scenario.designs[0]
+    if scenario.faults:
+        return _run_with_faults(scenario, design, args)
     with _progress(scenario.runs, args) as bar:
         o = evaluate(design, scenario.make_requests(), scenario.runs, scenario.seed,
                      scenario.criteria, scenario.implementation, on_run=lambda: bar.update())
     return _finish({design.model: Comparison([o], model=design.model)}, scenario, args)
+
+
+def _run_with_faults(scenario, design, args) -> int:
+    from .accept import accept, accept_json
+    runs = 1 if scenario.load.trace is not None else scenario.runs
+    with _progress(2 * runs, args) as bar:
+        [a] = accept([design], scenario.make_requests(), scenario.faults, scenario.runs,
+                     scenario.seed, scenario.criteria, scenario.fault_criteria,
+                     scenario.resilience, scenario.implementation, on_run=lambda: bar.update())
+    if args.out:
+        from .accept import write_accept_report
+        write_accept_report([a], args.out, scenario.source or "(flags)",
+                            scenario.load.describe(), scenario.criteria,
+                            scenario.fault_criteria, a.outcome.synthetic)
+    if args.json:
+        print(json.dumps(accept_json([a]), allow_nan=False))
+        return 0
+    print(f"load: {scenario.load.describe()}")
+    if a.outcome.synthetic:
+        print("(synthetic load: model results, not production SLO performance)")
+    print(f"design: {design.name}; faults: {', '.join(f.text() for f in scenario.faults)}\n")
+    for k, (fig, figs) in enumerate(zip(a.with_faults, a.fault_figures, strict=True)):
+        print(f"run {k + 1}: with the faults {fig.completed:,} of {fig.arrived:,} completed, "
+              f"{fig.rejected:,} rejected, {fig.failed:,} failed; {fig.slo_attainment:.1%} "
+              f"within SLOs; TTFT p95 {fig.ttft_p95 * 1000:,.0f} ms")
+        if figs:
+            f = figs[0]
+            print(f"  retried {f.retried}, failed after retries {f.failed}, lost {f.lost}, "
+                  f"goodput lost {f.goodput_lost} (requests within SLO without the faults but "
+                  f"not with them)")
+        for f in figs:
+            rec = "never" if f.recovery_s is None else f"{f.recovery_s:g} s"
+            during = "-" if f.ttft_p95_during != f.ttft_p95_during else (
+                "inf" if f.ttft_p95_during == float("inf") else
+                f"{f.ttft_p95_during * 1000:,.0f} ms")
+            print(f"  {f.fault}: p95 TTFT of arrivals during it {during} (before "
+                  f"{f.pre_ttft_p95 * 1000:,.0f} ms), recovery time {rec}")
+    print()
+    print(f"without faults: {a.outcome.verdict()}")
+    if args.out:
+        print(f"report: {args.out}")
+    return 0
+
+
+def _cmd_accept(args) -> int:
+    from .accept import accept, accept_json, chosen, write_accept_report
+    scenario = _scenario(args, one_design=False)
+    designs = list(scenario.designs)
+    runs = 1 if scenario.load.trace is not None else scenario.runs
+    per = runs * (2 if scenario.faults else 1)
+    with _progress(per * len(designs), args) as bar:
+        results = accept(designs, scenario.make_requests(), scenario.faults, scenario.runs,
+                         scenario.seed, scenario.criteria, scenario.fault_criteria,
+                         scenario.resilience, scenario.implementation,
+                         on_run=lambda: bar.update())
+    out = args.out or "accept-report"
+    synthetic = results[0].outcome.synthetic if results else True
+    paths = write_accept_report(results, out, scenario.source or "(flags)",
+                                scenario.load.describe(), scenario.criteria,
+                                scenario.fault_criteria, synthetic)
+    if args.json:
+        print(json.dumps(accept_json(results), allow_nan=False))
+        return 0
+    pick = chosen(results)
+    for a in results:
+        verdict = {True: "accepted", False: "not accepted", None: "no verdict"}[a.accepted]
+        why = a.reasons()
+        print(f"  {a.design.name}: {verdict}" + (f" ({why[0]})" if why else ""))
+    print()
+    print(f"chosen: {pick.design.name}" if pick else "no design is accepted")
+    print(f"decision record: {paths[0]}\nrunbook: {paths[1]}")
+    return 0
 
 
 def _cmd_compare(args) -> int:
@@ -333,4 +462,31 @@ def _cmd_fit(args) -> int:
     print(f"  {'figure':28s} {'trace':>12s} {'synthetic':>12s}")
     for name, a, b in result.rows():
         print(f"  {name:28s} {a:12,.3f} {b:12,.3f}")
+    return 0
+
+
+def _cmd_isolation(args) -> int:
+    from .deployment import Design
+    from .isolation import noisy_neighbour
+    design = Design(model=args.model, gpu=args.gpu, tp=args.tp, replicas=args.replicas)
+    with _progress(2 * args.runs, args) as bar:
+        result = noisy_neighbour(design, args.rate, args.burst, runs=args.runs,
+                                 seed=args.seed, on_run=lambda: bar.update())
+    rows = result.rows()
+    if args.json:
+        clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                 for r in rows]
+        print(json.dumps({"design": design.name, "burst": args.burst, "rate_rps": args.rate,
+                          "tenants": clean, "synthetic": True}, allow_nan=False))
+        return 0
+    print(f"{design.name}: two tenants at {args.rate:g} req/s each; 'noisy' bursts to "
+          f"{args.burst:g}x for two minutes (synthetic load)\n")
+    print(f"  {'tenant':8s} {'':9s} {'TTFT p95':>10s} {'goodput/s':>10s} {'in SLO':>8s} "
+          f"{'rejected':>9s}")
+    for r in rows:
+        for label in ("without", "with"):
+            name = "isolation" if label == "with" else "sharing"
+            print(f"  {r['tenant'] if label == 'without' else '':8s} {name:9s} "
+                  f"{r[label + '_ttft_p95'] * 1000:>8,.0f} ms {r[label + '_goodput_rps']:>10.2f} "
+                  f"{r[label + '_slo_attainment']:>8.1%} {r[label + '_rejected']:>9,.0f}")
     return 0

@@ -27,10 +27,13 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from ..errors import InputError
+from .admission import Admission
 from .catalog import GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
+from .faults import Resilience
 from .layout import Layout, ReplicaPlan
 from .numbers import check_int, check_real
 from .perf import GPU_MEMORY_UTILIZATION, PerfModel
+from .policy import Policy
 from .replica import (
     DEFAULT_BLOCK_TOKENS,
     DEFAULT_MAX_BATCH,
@@ -62,6 +65,14 @@ class Design:
     gpu_memory_share: float = GPU_MEMORY_UTILIZATION
     inter_node: str = "ib-ndr"
     price_per_gpu_hour: float | None = None
+    router: str = "round-robin"
+    priority_preemption: bool = False
+    preemption: str = "recompute"
+    pcie_gb_s: float = 25.0
+    buckets: tuple = ()
+    max_queue: int | None = None
+    shed_ttft: bool = False
+    shed_share: float = 0.5
 
     def __post_init__(self):
         model(self.model)
@@ -93,6 +104,12 @@ class Design:
                 "price_per_gpu_hour", self.price_per_gpu_hour, 0.0, 1e6))
         SchedulerConfig(self.max_batch, self.max_batched_tokens, self.chunked_prefill,
                         self.block_tokens)
+        buckets = self.buckets
+        if isinstance(buckets, dict):
+            buckets = tuple((k, *v) if isinstance(v, list | tuple) else (k, v)
+                            for k, v in buckets.items())
+        object.__setattr__(self, "buckets", tuple(tuple(b) for b in buckets))
+        self.policy()                    # the router, admission and preemption knobs
         self.perf()                      # the model must fit, TP and PP must divide
         if not self.name:
             object.__setattr__(self, "name", self.label())
@@ -121,8 +138,23 @@ class Design:
     def label(self) -> str:
         par = f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "")
         if self.split:
-            return f"split P{self.prefill_replicas}:D{self.decode_replicas} {par}"
-        return f"{self.replicas} x {par}"
+            text = f"split P{self.prefill_replicas}:D{self.decode_replicas} {par}"
+        else:
+            text = f"{self.replicas} x {par}"
+        if self.router != "round-robin":
+            text += f", {self.router} router"
+        return text
+
+    def admission(self) -> Admission:
+        return Admission({b[0]: tuple(b[1:]) for b in self.buckets}, self.max_queue,
+                         self.shed_ttft, self.shed_share)
+
+    def policy(self, faults=(), resilience: Resilience | None = None,
+               seed: int = 0) -> Policy:
+        """The design's front door and preemption, with a fault schedule to run."""
+        return Policy(self.router, self.admission(), self.priority_preemption,
+                      self.preemption, self.pcie_gb_s, tuple(faults),
+                      resilience or Resilience(), seed)
 
     def perf(self) -> PerfModel:
         return PerfModel(self.model, self.gpu, tp=self.tp, pp=self.pp,

@@ -1,253 +1,163 @@
 """The fast simulator: its cost grows with requests, not with generated tokens.
 
 It follows exactly the scheduling rules of the plain reference (:mod:`.reference`, whose
-docstring states them), but while a batch of decoding requests does not change (no arrival,
-no completion, no prompt to prefill, KV room enough), it advances the whole stretch of decode
-iterations in one event. A decode iteration's time is affine in the batch's summed context
-(``a + b * S``, :meth:`PerfModel.decode_line`), and the context grows by the batch size every
-iteration, so the stretch's end time is a sum in closed form and its inter-token gaps are one
-arithmetic progression (:class:`~.record.GapRecord`). Running requests are kept as aggregates
-(count, summed context, completions in a heap, how many need a new KV block at each phase of
-the block size), so an ordinary iteration costs O(1) for its decoders.
+docstring states them), but while a batch of decoding requests does not change (no arrival
+it could admit, no completion, no prompt to prefill, KV room enough), it advances the whole
+stretch of decode iterations in one event. A decode iteration's time is affine in the batch's
+summed context (``a + b * S``, :meth:`PerfModel.decode_line`), and the context grows by the
+batch size every iteration, so the stretch's end time is a sum in closed form and its
+inter-token gaps are one arithmetic progression (:class:`~.record.GapRecord`). Running
+requests are kept as aggregates (count, summed context, completions in a heap, how many need a
+new KV block at each phase of the block size), so an ordinary iteration costs O(1) for its
+decoders.
 
 An arrival in the middle of a stretch cuts it at the first iteration boundary at or after the
-arrival, exactly where the reference would first see the new request.
+arrival, exactly where the reference would first see the new request. The fleet around the
+schedulers (routing, admission, faults, retries, the prefill/decode link) is
+:mod:`.cluster`, shared with the reference.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from bisect import insort
 
-import numpy as np
-
+from .cluster import END, START, Cluster
 from .kv_cache import KVCache
 from .layout import Layout
-from .record import COMPLETED, REJECTED, UNFINISHED, GapRecord, Run
+from .policy import Policy
+from .record import Run
 from .replica import SchedulerConfig
 from .requests import Requests
 
-__all__ = ["simulate_fast"]
-
-_END, _ARRIVE, _START = 0, 1, 2   # event kinds, in the order they run at one instant
+__all__ = ["simulate_fast", "FastEngine"]
 
 
-class _Sim:
-    """Everything one run shares: requests' state, the event heap, the router."""
-
-    def __init__(self, requests: Requests, perf, cfg: SchedulerConfig, layout: Layout):
-        self.req = requests
-        self.perf = perf
-        self.cfg = cfg
-        self.layout = layout
-        n = len(requests)
-        self.n = n
-        self.inp = requests.input_tokens.tolist()
-        self.out = requests.output_tokens.tolist()
-        self.cls = requests.class_id.tolist()
-        self.prio = [c.priority for c in requests.classes]
-        self.n_classes = len(requests.classes)
-        nan = float("nan")
-        self.arrival = [nan] * n
-        self.scheduled = [nan] * n
-        self.first_token = [nan] * n
-        self.done = [nan] * n
-        self.status = [UNFINISHED] * n
-        self.preemptions = [0] * n
-        self.replica_of = [-1] * n
-        self.computed = [0] * n      # tokens in the KV cache (kept up to date off-engine)
-        self.generated = [0] * n
-        self.pinned = [0] * n        # prefix-cache hash blocks pinned
-        self.own = [0] * n           # own KV blocks held
-        self.preempted_at = [nan] * n
-        self.ready = [False] * n     # arrived with its KV (decode side of a split)
-        self.reasons: dict = {}
-        self.gaps = GapRecord(self.n_classes)
-        self.kv_t = array("d")           # KV use over time: (time, change in blocks in use)
-        self.kv_delta = array("q")
-        self.heap: list = []
-        self.seq = 0
-        self.events = 0
-        self.iterations = 0
-        self.link_free = [0.0] * len(layout.replicas)
-        self.link_busy = 0.0
-        self.rr = {"mixed": 0, "prefill": 0, "decode": 0}
-        self.engines: list[list[_Engine]] = []
-        for r, plan in enumerate(layout.replicas):
-            self.engines.append([_Engine(self, r, plan.role, plan.kv_blocks)
-                                 for _ in range(plan.engines)])
-        self.entry_role = "prefill" if layout.split else "mixed"
-        self.members = {role: layout.of_role(role) for role in ("mixed", "prefill", "decode")}
-        room = min(layout.replicas[r].kv_blocks for r in self.members[self.entry_role])
-        if layout.split:
-            room = min(room, min(layout.replicas[r].kv_blocks for r in self.members["decode"]))
-        self.room_blocks = room
-        self.closed = requests.closed_loop
-        self.next_closed = 0
-        self.lines: dict[int, tuple[float, float]] = {}   # decode_line by batch size
-        self.arr_list: list = []     # open-loop arrivals, in order, and the next one's index
-        self.nxt = 0
-
-    def quiet_until_after(self, t: float) -> bool:
-        """True when no event is due at instant t (nothing must run before a start at t)."""
-        if self.nxt < len(self.arr_list) and self.arr_list[self.nxt] <= t:
-            return False
-        return not self.heap or self.heap[0][0] > t
-
-    # -- events ------------------------------------------------------------------------------
-    def push(self, t: float, kind: int, what, version: int = 0) -> None:
-        self.seq += 1
-        heapq.heappush(self.heap, (t, kind, self.seq, what, version))
-
-    def run(self) -> None:
-        if self.closed is None:
-            arr = self.req.arrival_s.tolist()   # open loop: arrivals in order, beside the heap
-        else:
-            arr = []
-            first = min(self.closed.users, self.n)
-            for i in range(first):
-                self.push(0.0, _ARRIVE, i)
-            self.next_closed = first
-        heap, n_arr = self.heap, len(arr)
-        self.arr_list = arr
-        while heap or self.nxt < n_arr:
-            nxt = self.nxt
-            if nxt < n_arr and (not heap or arr[nxt] < heap[0][0] or
-                                (arr[nxt] == heap[0][0] and heap[0][1] > _END)):
-                self.events += 1
-                self.nxt = nxt + 1
-                self.arrive(nxt, arr[nxt])
-                continue
-            t, kind, _, what, version = heapq.heappop(heap)
-            self.events += 1
-            if kind == _ARRIVE:
-                if isinstance(what, _Transfer):
-                    self.transferred(what, t)
-                else:
-                    self.arrive(what, t)
-            elif version == what.version:
-                if kind == _END:
-                    what.step_end(t)
-                else:
-                    what.step_start(t)
-
-    # -- requests entering and leaving -----------------------------------------------------
-    def arrive(self, i: int, t: float) -> None:
-        self.arrival[i] = t
-        if self.inp[i] + self.out[i] > self.cfg.max_model_len:
-            self.reject(i, t, "longer than the model's context")
-            return
-        need = -(-(self.inp[i] + self.out[i]) // self.cfg.block_tokens)
-        if need > self.room_blocks:
-            self.reject(i, t, "needs more KV cache than a replica holds")
-            return
-        if not self.cfg.chunked_prefill and self.inp[i] + self.out[i] > \
-                self.cfg.max_batched_tokens:
-            self.reject(i, t, "longer than max_batched_tokens with chunked prefill off")
-            return
-        r = self.route(self.entry_role)
-        self.replica_of[i] = r
-        self.enqueue(r, i, t)
-
-    def route(self, role: str) -> int:
-        """Round-robin over the replicas of a role."""
-        replicas = self.members[role]
-        k = self.rr[role]
-        self.rr[role] = k + 1
-        return replicas[k % len(replicas)]
-
-    def enqueue(self, r: int, i: int, t: float) -> None:
-        engines = self.engines[r]
-        eng = engines[0] if len(engines) == 1 else min(engines, key=_Engine.unfinished)
-        eng.add(i, t)
-
-    def reject(self, i: int, t: float, reason: str) -> None:
-        self.status[i] = REJECTED
-        key = (reason, self.cls[i])
-        self.reasons[key] = self.reasons.get(key, 0) + 1
-        self.after_end(i, t)
-
-    def complete(self, i: int, t: float) -> None:
-        self.status[i] = COMPLETED
-        self.done[i] = t
-        self.after_end(i, t)
-
-    def after_end(self, i: int, t: float) -> None:
-        if self.closed is not None and self.next_closed < self.n:
-            self.push(t + self.closed.think_s, _ARRIVE, self.next_closed)
-            self.next_closed += 1
-
-    def handoff(self, eng: _Engine, i: int, t: float) -> None:
-        """A prompt is done on a prefill replica: its KV moves to a decode replica."""
-        d = self.route("decode")
-        src = eng.replica
-        start = max(t, self.link_free[src])
-        dur = self.perf.kv_transfer_s(self.inp[i], self.layout.same_node(src, d))
-        self.link_free[src] = start + dur
-        self.link_busy += dur
-        self.push(start + dur, _ARRIVE, _Transfer(eng, i, d))
-
-    def transferred(self, x: _Transfer, t: float) -> None:
-        i = x.i
-        x.eng.release_request(i)
-        x.eng.sample(t)
-        x.eng.wake(t)
-        self.first_token[i] = t
-        self.replica_of[i] = x.dest if self.replica_of[i] < 0 else self.replica_of[i]
-        if self.generated[i] >= self.out[i]:
-            self.complete(i, t)
-            return
-        self.ready[i] = True
-        self.enqueue(x.dest, i, t)
-
-
-class _Transfer:
-    __slots__ = ("eng", "i", "dest")
-
-    def __init__(self, eng, i, dest):
-        self.eng, self.i, self.dest = eng, i, dest
-
-
-class _Engine:
+class FastEngine:
     """One scheduler: a replica, or one pipeline engine of a replica."""
 
-    def __init__(self, sim: _Sim, replica: int, role: str, kv_blocks: int):
-        cfg = sim.cfg
+    def __init__(self, sim: Cluster, replica: int, role: str, kv_blocks: int):
         self.sim = sim
         self.replica = replica
         self.role = role
-        self.B = cfg.block_tokens
-        self.cache = KVCache(kv_blocks, cfg.block_tokens, cfg.hash_block_tokens)
+        self.kv_blocks = kv_blocks
+        self.B = sim.cfg.block_tokens
+        self.version = 0
+        self.peak = 0.0
+        self.hits_before = 0
+        self.lookups_before = 0
+        self.swap = sim.policy.preemption == "swap"
+        self.priority = sim.policy.priority_preemption
+        self.reset()
+
+    def reset(self) -> None:
+        """An empty scheduler with an empty cache (at the start, and back from a crash)."""
+        sim = self.sim
+        if hasattr(self, "cache"):
+            self.peak = self.peak_share()
+            self.hits_before += self.cache.hit_tokens
+            self.lookups_before += self.cache.lookup_tokens
+        self.cache = KVCache(self.kv_blocks, sim.cfg.block_tokens, sim.cfg.hash_block_tokens)
         self.waiting: list = []          # heap of (priority, arrival, i)
         self.running: dict = {}          # i -> key (priority, arrival, i): all running
         self.prefilling: list = []       # sorted keys of running requests still prefilling
         self.target: dict[int, int] = {}  # tokens to have in cache before the next sample
+        self.transferring: set = set()   # prompts done here, their KV still moving away
         # decoders as aggregates: at step counter g the request had c tokens cached and
         # gen generated; it gains one of each per step.
         self.dec: dict[int, tuple[int, int, int]] = {}
         self.dec_base = 0                # sum of (c - g) over decoders
+        self.dec_left = 0                # sum of (out - gen + g): output tokens still to come
         self.mod = [0] * self.B          # decoders by (c - g) mod B
         self.done_heap: list = []        # (step counter at which it ends, i)
         self.cls_count = [0] * sim.n_classes
+        self.work: dict[int, tuple[int, int]] = {}   # waiting i -> (all tokens, prefill)
+        self.wait_work = 0
+        self.wait_prefill = 0
         self.G = 0                       # iterations this engine has run
         self.busy = False
-        self.version = 0
+        self.version += 1
         self.plan = None                 # the iteration or stretch in flight
         self.kv_noted = 0                # KV blocks in use at the last sample
+        self.swap_out = 0                # tokens swapped out this iteration
 
+    # -- what a router sees ----------------------------------------------------------------
     def unfinished(self) -> int:
         return len(self.waiting) + len(self.running)
+
+    def waiting_count(self) -> int:
+        return len(self.waiting)
+
+    def queued_prefill_tokens(self) -> int:
+        sim = self.sim
+        return self.wait_prefill + sum(self.target[k[2]] - sim.computed[k[2]]
+                                       for k in self.prefilling)
+
+    def outstanding_tokens(self, t: float) -> int:
+        sim = self.sim
+        pre = sum(self.target[k[2]] - sim.computed[k[2]] + sim.out[k[2]] - sim.generated[k[2]]
+                  for k in self.prefilling)
+        steps = self.G + (self.done_in_stretch(t) if self.plan and self.plan[0] == "stretch"
+                          else 0)
+        return self.wait_work + pre + self.dec_left - len(self.dec) * steps
+
+    def prefix_hit_tokens(self, hashes, prompt_tokens: int, t: float) -> int:
+        cache = self.cache
+        if not cache.hash_blocks or hashes is None:
+            return 0
+        self.sync_blocks(t)
+        return _peek_hits(cache, hashes, prompt_tokens)[0] * cache.hash_block_tokens
+
+    def done_in_stretch(self, t: float) -> int:
+        """Iterations of the stretch in flight that ended at or before t."""
+        _, t0, k, a, b, s0, n, _ = self.plan
+        if t <= t0:
+            return 0
+        kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
+        return kk if t0 + _sum_s(kk, a, b, s0, n) <= t else kk - 1
+
+    def sync_blocks(self, t: float) -> None:
+        """Take now the KV blocks of every iteration of the stretch that has started by t (the
+        reference takes them at each start), so the cache looks as it does there."""
+        plan = self.plan
+        if plan is None or plan[0] != "stretch":
+            return
+        started = min(self.done_in_stretch(t) + 1, plan[2])
+        if started > plan[7]:
+            self.cache.allocate(self.need_over(started) - self.need_over(plan[7]))
+            plan[7] = started
+
+    def peak_share(self) -> float:
+        c = self.cache
+        return max(self.peak, c.peak_used / c.total_blocks if c.total_blocks else 0.0)
+
+    @property
+    def hit_tokens(self) -> int:
+        return self.hits_before + self.cache.hit_tokens
+
+    @property
+    def lookup_tokens(self) -> int:
+        return self.lookups_before + self.cache.lookup_tokens
 
     # -- arrivals ----------------------------------------------------------------------------
     def add(self, i: int, t: float) -> None:
         sim = self.sim
         heapq.heappush(self.waiting, (sim.prio[sim.cls[i]], sim.arrival[i], i))
+        left = sim.out[i] - sim.generated[i]
+        if sim.ready[i]:
+            pre = 0
+        elif sim.swapped[i]:
+            pre = sim.inp[i] + sim.generated[i] - sim.computed[i]
+        else:
+            pre = sim.inp[i] + sim.generated[i]
+        self.work[i] = (pre + left, pre)
+        self.wait_work += pre + left
+        self.wait_prefill += pre
         if not self.busy:
             self.busy = True
             self.version += 1
-            sim.push(t, _START, self, self.version)
+            sim.push(t, START, self, self.version)
         elif self.plan is not None and self.plan[0] == "stretch":
             self.cut(t)
 
@@ -255,7 +165,14 @@ class _Engine:
         if not self.busy and self.waiting:
             self.busy = True
             self.version += 1
-            self.sim.push(t, _START, self, self.version)
+            self.sim.push(t, START, self, self.version)
+
+    def pop_waiting(self) -> tuple:
+        key = heapq.heappop(self.waiting)
+        w, p = self.work.pop(key[2])
+        self.wait_work -= w
+        self.wait_prefill -= p
+        return key
 
     # -- decoders as aggregates -----------------------------------------------------------
     def dec_add(self, i: int) -> None:
@@ -263,6 +180,7 @@ class _Engine:
         c, gen = sim.computed[i], sim.generated[i]
         self.dec[i] = (self.G, c, gen)
         self.dec_base += c - self.G
+        self.dec_left += sim.out[i] - gen + self.G
         self.mod[(c - self.G) % self.B] += 1
         heapq.heappush(self.done_heap, (self.G + sim.out[i] - gen - 1, i))
         self.cls_count[sim.cls[i]] += 1
@@ -274,6 +192,7 @@ class _Engine:
         sim.computed[i] = c + self.G - g
         sim.generated[i] = gen + self.G - g
         self.dec_base -= c - g
+        self.dec_left -= sim.out[i] - gen + g
         self.mod[(c - g) % self.B] -= 1
         self.cls_count[sim.cls[i]] -= 1
         sim.own[i] = -(-sim.computed[i] // self.B) - sim.pinned[i] * self.cache.hash_blocks
@@ -304,7 +223,7 @@ class _Engine:
         if need > available:
             self.step_exact(t)
             return
-        if not self.prefilling and n:
+        if not self.prefilling and n and not self.link_down(t):
             ends = self.done_top() - self.G + 1
             horizon = self.blocks_horizon(available, ends)
             if self.waiting and cache.hash_blocks and len(self.running) < cfg.max_batch:
@@ -319,15 +238,25 @@ class _Engine:
             sim.own[i] += blocks
         chunks = [(i, c) for i, c, _ in chunks if c > 0]
         new_dec: list[int] = []
-        self.admit(t, budget, chunks, new_dec)
-        self.launch(t, chunks, new_dec)
+        swap_in = self.admit(t, budget, chunks, new_dec)
+        self.launch(t, chunks, new_dec, swap_in)
+
+    def link_down(self, t: float) -> bool:
+        """A link this replica's pipeline crosses is down (iterations wait: no stretches)."""
+        return bool(self.sim.link) and self.sim.link_down_for(self.replica, t)
 
     def admissible(self, available: int, budget: int) -> bool:
         """Would the waiting queue's head be admitted now? (no side effects)"""
-        if not self.waiting or len(self.running) >= self.sim.cfg.max_batch or budget <= 0:
+        if not self.waiting or budget <= 0:
             return False
-        tokens, _, room = self.first_chunk(self.waiting[0][2], budget)
-        return tokens is not None and room <= available
+        head = self.waiting[0]
+        if len(self.running) < self.sim.cfg.max_batch:
+            tokens, _, room = self.first_chunk(head[2], budget)
+            if tokens is not None and room <= available:
+                return True
+        # a higher class would preempt a lower one to get in
+        return self.priority and bool(self.running) and \
+            max(self.running.values())[0] > head[0]
 
     def first_chunk(self, i: int, budget: int):
         """(tokens, blocks, room) of request i's first iteration here: tokens None if the
@@ -338,6 +267,13 @@ class _Engine:
             blocks = -(-(sim.computed[i] + 1) // B)
             return 1, blocks, blocks
         target = sim.inp[i] + sim.generated[i]
+        if sim.swapped[i]:  # its KV comes back from host memory: no prefix lookup
+            todo = target - sim.computed[i]
+            tokens = min(todo, budget) if sim.cfg.chunked_prefill else todo
+            if tokens > budget:
+                return None, 0, 0
+            blocks = -(-(sim.computed[i] + tokens) // B)
+            return tokens, blocks, blocks
         hits, unpinned = _peek_hits(cache, sim.req.hashes(i), sim.inp[i])
         start = hits * cache.hash_block_tokens
         todo = target - start
@@ -352,14 +288,25 @@ class _Engine:
         return tokens, blocks, blocks + unpinned * cache.hash_blocks
 
     def admit(self, t: float, budget: int, chunks: list, new_dec: list) -> int:
-        """Admit waiting requests in (class, arrival) order while they fit."""
+        """Admit waiting requests in (class, arrival) order while they fit (a higher class
+        preempting lower ones with priority preemption on). Returns tokens swapped in."""
         sim, cfg, cache = self.sim, self.sim.cfg, self.cache
-        while self.waiting and len(self.running) < cfg.max_batch and budget > 0:
+        swap_in = 0
+        while self.waiting and budget > 0:
             prio, arr, i = self.waiting[0]
-            tokens, blocks, room = self.first_chunk(i, budget)
-            if tokens is None or room > cache.available:
-                break
-            heapq.heappop(self.waiting)
+            fits = len(self.running) < cfg.max_batch
+            if fits:
+                tokens, blocks, room = self.first_chunk(i, budget)
+                fits = tokens is not None and room <= cache.available
+            if not fits:
+                if not self.priority or not self.running:
+                    break
+                victim = max(self.running.values())
+                if victim[0] <= prio:
+                    break
+                budget += self.unschedule(victim[2], t, chunks)
+                continue
+            self.pop_waiting()
             key = (prio, arr, i)
             self.running[i] = key
             if sim.ready[i]:
@@ -368,6 +315,14 @@ class _Engine:
                 sim.own[i] = blocks
                 self.dec_add(i)
                 new_dec.append(i)
+            elif sim.swapped[i]:
+                sim.swapped[i] = False
+                swap_in += sim.computed[i]
+                cache.allocate(blocks)
+                sim.own[i] = blocks
+                self.target[i] = sim.inp[i] + sim.generated[i]
+                self.prefilling_add(key)
+                chunks.append((i, tokens))
             else:
                 hits = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks else 0
                 sim.pinned[i] = hits
@@ -375,12 +330,32 @@ class _Engine:
                 cache.allocate(blocks)
                 sim.own[i] = blocks
                 self.target[i] = sim.inp[i] + sim.generated[i]
-                insort(self.prefilling, key)
+                self.prefilling_add(key)
                 chunks.append((i, tokens))
                 if sim.scheduled[i] != sim.scheduled[i]:   # NaN: first time
                     sim.scheduled[i] = t
             budget -= tokens
-        return budget
+        return swap_in
+
+    def prefilling_add(self, key) -> None:
+        insort(self.prefilling, key)
+
+    def unschedule(self, i: int, t: float, chunks: list) -> int:
+        """Priority preemption during admission: take i out of this iteration (its tokens
+        and this iteration's blocks back) and preempt it. Returns the budget it frees."""
+        if i in self.dec:
+            g, c, _ = self.dec[i]
+            extra = 1 if (c + self.G - g) % self.B == 0 else 0   # its block for this step
+            self.preempt(i, t)
+            self.cache.release(extra)
+            return 1
+        for k, (j, c) in enumerate(chunks):
+            if j == i:
+                del chunks[k]
+                self.preempt(i, t)
+                return c
+        self.preempt(i, t)
+        return 0
 
     def step_exact(self, t: float) -> None:
         """An iteration short of KV room: walk the running requests in (class, arrival)
@@ -421,24 +396,30 @@ class _Engine:
                 continue
             break   # the request itself was preempted: everything after it is gone too
         new_dec: list[int] = []
+        swap_in = 0
         if not preempted:
-            self.admit(t, budget, chunks, new_dec)
-        self.launch(t, chunks, new_dec)
+            swap_in = self.admit(t, budget, chunks, new_dec)
+        self.launch(t, chunks, new_dec, swap_in)
 
     def preempt(self, i: int, t: float) -> None:
-        """Recompute preemption: the request loses its KV and waits again, first in line."""
+        """Preemption: the request gives up its KV (recompute: dropped; swap: copied to host
+        memory) and waits again, first in line."""
         sim = self.sim
         if i in self.dec:
             self.dec_remove(i)
+            sim.last_token[i] = t
         else:
-            self.prefilling.remove(next(k for k in self.prefilling if k[2] == i))
+            self.prefilling.remove(self.running[i])
             del self.target[i]
         del self.running[i]
         self.release_request(i)
-        sim.computed[i] = 0
+        if self.swap and sim.computed[i]:
+            self.swap_out += sim.computed[i]
+            sim.swapped[i] = True
+        else:
+            sim.computed[i] = 0
         sim.preemptions[i] += 1
-        sim.preempted_at[i] = t
-        heapq.heappush(self.waiting, (sim.prio[sim.cls[i]], sim.arrival[i], i))
+        self.add(i, t)
 
     def release_request(self, i: int) -> None:
         sim, cache = self.sim, self.cache
@@ -447,22 +428,34 @@ class _Engine:
         if sim.pinned[i]:
             cache.unpin(sim.req.hashes(i), sim.pinned[i])
             sim.pinned[i] = 0
+        self.transferring.discard(i)
 
-    def launch(self, t: float, chunks: list, new_dec: list) -> None:
+    def swap_s(self, tokens: int) -> float:
+        sim = self.sim
+        return tokens * sim.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9) if tokens else 0.0
+
+    def launch(self, t: float, chunks: list, new_dec: list, swap_in: int = 0) -> None:
         """Start one iteration of the prefill chunks and every decoder."""
         sim = self.sim
         n = len(self.dec)
         if not chunks and not n:
             self.busy = False
             self.plan = None
+            self.swap_out = 0
+            sim.emptied(self.replica, t)
             return
         ctx = self.dec_base + n * (self.G + 1)
         pre = [(c, sim.computed[i]) for i, c in chunks]
         d = sim.perf.iteration_s(pre, n, ctx)
+        if sim.link:
+            d += sim.iteration_extra(self.replica, t, sum(c for _, c in chunks) + n)
+        if swap_in or self.swap_out:
+            d += self.swap_s(swap_in + self.swap_out)
+            self.swap_out = 0
         self.plan = ("step", t, chunks, new_dec)
         self.version += 1
-        sim.push(t + d, _END, self, self.version)
-        self.sample(t)
+        sim.push(t + d, END, self, self.version)
+        self.note_kv(t)
 
     def start_stretch(self, t: float, n: int, horizon: int) -> None:
         """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
@@ -473,10 +466,12 @@ class _Engine:
         if line is None:
             line = sim.lines[n] = sim.perf.decode_line(n)
         a, b = line
+        if sim.link:
+            a += sim.iteration_extra(self.replica, t, n)
         s0 = self.dec_base + n * (self.G + 1)
-        self.plan = ["stretch", t, k, a, b, s0, n]
+        self.plan = ["stretch", t, k, a, b, s0, n, 0]   # the last: iterations with blocks
         self.version += 1
-        sim.push(t + k * a + b * (k * s0 + n * k * (k - 1) / 2), _END, self, self.version)
+        sim.push(t + k * a + b * (k * s0 + n * k * (k - 1) / 2), END, self, self.version)
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
@@ -507,16 +502,22 @@ class _Engine:
             left -= need
         raise AssertionError("a period of B iterations needs n blocks")  # pragma: no cover
 
-    def cut(self, t: float) -> None:
-        """An arrival at t inside a stretch: end it at the first boundary at or after t."""
-        _, t0, k, a, b, s0, n = self.plan
-        if t <= t0 or len(self.running) >= self.sim.cfg.max_batch:
+    def cut(self, t: float, force: bool = False) -> None:
+        """An arrival (or a link change, ``force``) at t inside a stretch: end it at the first
+        boundary at or after t."""
+        plan = self.plan
+        if plan is None or plan[0] != "stretch":
+            return
+        _, t0, k, a, b, s0, n, _ = plan
+        if t <= t0:
+            return
+        if not force and not self.priority and len(self.running) >= self.sim.cfg.max_batch:
             return   # a full batch admits nobody until someone ends: the stretch stands
         kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
         if kk < k:
-            self.plan[2] = kk
+            plan[2] = kk
             self.version += 1
-            self.sim.push(_stretch_end(t0, kk, a, b, s0, n), _END, self, self.version)
+            self.sim.push(t0 + _sum_s(kk, a, b, s0, n), END, self, self.version)
 
     def need_over(self, k: int) -> int:
         """KV blocks the decoders take over the next k iterations."""
@@ -536,8 +537,8 @@ class _Engine:
         sim = self.sim
         plan = self.plan
         if plan[0] == "stretch":
-            _, t0, k, a, b, s0, n = plan
-            self.cache.allocate(self.need_over(k))
+            _, t0, k, a, b, s0, n, taken = plan
+            self.cache.allocate(self.need_over(k) - (self.need_over(taken) if taken else 0))
             gaps = sim.gaps
             gaps.first.append(a + b * s0)
             gaps.step.append(b * n)
@@ -551,7 +552,7 @@ class _Engine:
             weights = list(self.cls_count)
             for i in new_dec:
                 weights[sim.cls[i]] -= 1
-                sim.gaps.add_one(t - sim.first_token[i], sim.cls[i])
+                sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
             sim.gaps.add(d, 0.0, 1, weights)
             self.G += 1
             sim.iterations += 1
@@ -564,44 +565,52 @@ class _Engine:
             self.finish_decoders(t)
         used = self.cache.used - self.cache.evictable
         if used != self.kv_noted:
-            self.sample(t)
+            self.note_kv(t)
         self.plan = None
         self.version += 1
         if sim.quiet_until_after(t):
             sim.events += 1
             self.step_start(t)     # nothing else happens at t: start the next one at once
         else:
-            sim.push(t, _START, self, self.version)
+            sim.push(t, START, self, self.version)
 
     def prompt_done(self, i: int, t: float) -> None:
         sim = self.sim
-        self.prefilling.remove((sim.prio[sim.cls[i]], sim.arrival[i], i))
+        key = self.running[i]
+        self.prefilling.remove(key)
         del self.target[i]
         if self.cache.hash_blocks:
             pinned = self.cache.insert(sim.req.hashes(i), sim.pinned[i], sim.inp[i])
             sim.own[i] -= (pinned - sim.pinned[i]) * self.cache.hash_blocks
             sim.pinned[i] = pinned
         sim.generated[i] += 1
-        if sim.generated[i] == 1:
-            if self.role != "prefill":
-                sim.first_token[i] = t
-        else:
-            sim.gaps.add_one(t - sim.preempted_at[i], sim.cls[i])
         if self.role == "prefill":
             del self.running[i]
-            if sim.out[i] == 1:
+            if sim.out[i] == 1 or sim.generated[i] >= sim.out[i]:
                 self.release_request(i)
-                sim.first_token[i] = t
+                self.emit(i, t)
                 sim.complete(i, t)
             else:
+                self.transferring.add(i)
                 sim.handoff(self, i, t)
             return
+        self.emit(i, t)
         if sim.generated[i] >= sim.out[i]:
             del self.running[i]
             self.release_request(i)
             sim.complete(i, t)
             return
         self.dec_add(i)
+
+    def emit(self, i: int, t: float) -> None:
+        """A token that does not follow the previous iteration's (a first token, or the next
+        after a preemption or a crash)."""
+        sim = self.sim
+        if sim.first_token[i] != sim.first_token[i]:
+            sim.first_token[i] = t
+        else:
+            sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
+        sim.last_token[i] = t
 
     def finish_decoders(self, t: float) -> None:
         sim = self.sim
@@ -611,17 +620,51 @@ class _Engine:
             if i not in self.dec or self.ends_at(i) != g_done:
                 continue   # a stale entry: the request left (or was preempted) before
             self.dec_remove(i)
+            sim.last_token[i] = t
             del self.running[i]
             self.release_request(i)
             sim.complete(i, t)
 
-    def sample(self, t: float) -> None:
+    def note_kv(self, t: float) -> None:
         """Note the engine's KV blocks in use (held by requests) when they changed."""
         used = self.cache.used - self.cache.evictable
         if used != self.kv_noted:
             self.sim.kv_t.append(t)
             self.sim.kv_delta.append(used - self.kv_noted)
             self.kv_noted = used
+
+    # -- a crash -----------------------------------------------------------------------------
+    def crash(self, t: float) -> list[int]:
+        """Everything here is lost at t: the iterations that ended count, the one in flight
+        does not. Returns the requests to retry; the engine is empty afterwards."""
+        sim = self.sim
+        plan = self.plan
+        last = t
+        if plan is not None and plan[0] == "stretch":
+            _, t0, k, a, b, s0, n, _ = plan
+            done = self.done_in_stretch(t)
+            if done:
+                sim.gaps.add(a + b * s0, b * n, done, self.cls_count)
+                self.G += done
+                sim.iterations += done
+            last = t0 + _sum_s(done, a, b, s0, n)
+        elif plan is not None:
+            last = plan[1]
+        lost = [key[2] for key in self.waiting]
+        for i in list(self.running):
+            if i in self.dec:
+                self.dec_remove(i)
+                sim.last_token[i] = last
+            lost.append(i)
+        lost += sorted(self.transferring)
+        for i in lost:
+            sim.own[i] = 0
+            sim.pinned[i] = 0
+        if self.kv_noted:                     # its KV is gone
+            sim.kv_t.append(t)
+            sim.kv_delta.append(-self.kv_noted)
+        self.reset()
+        return sorted(lost)
 
 
 def _peek_hits(cache: KVCache, hashes, prompt_tokens: int) -> tuple[int, int]:
@@ -639,9 +682,9 @@ def _peek_hits(cache: KVCache, hashes, prompt_tokens: int) -> tuple[int, int]:
     return hits, unpinned
 
 
-def _stretch_end(t0: float, k: int, a: float, b: float, s0: float, n: int) -> float:
-    """Time after k decode iterations whose j-th takes a + b * (s0 + n * j)."""
-    return t0 + k * a + b * (k * s0 + n * k * (k - 1) / 2)
+def _sum_s(k: int, a: float, b: float, s0: float, n: int) -> float:
+    """Seconds of k decode iterations whose j-th takes a + b * (s0 + n * j)."""
+    return k * a + b * (k * s0 + n * k * (k - 1) / 2)
 
 
 def _first_boundary_at_or_after(dt: float, a: float, b: float, s0: float, n: int) -> int:
@@ -652,46 +695,14 @@ def _first_boundary_at_or_after(dt: float, a: float, b: float, s0: float, n: int
     else:
         k = dt / qb
     k = max(1, math.ceil(k))
-    while k > 1 and _stretch_end(0.0, k - 1, a, b, s0, n) >= dt:
+    while k > 1 and _sum_s(k - 1, a, b, s0, n) >= dt:
         k -= 1
-    while _stretch_end(0.0, k, a, b, s0, n) < dt:
+    while _sum_s(k, a, b, s0, n) < dt:
         k += 1
     return k
 
 
-def simulate_fast(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout) -> Run:
+def simulate_fast(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
+                  policy: Policy | None = None) -> Run:
     """Run ``requests`` through the deployment described by ``layout`` (the fast way)."""
-    sim = _Sim(requests, perf, cfg, layout)
-    sim.run()
-    return _record(sim, "fast")
-
-
-def _record(sim: _Sim, implementation: str) -> Run:
-    engines = [e for es in sim.engines for e in es]
-    peak = max((e.cache.peak_used / e.cache.total_blocks for e in engines
-                if e.cache.total_blocks), default=0.0)
-    return Run(
-        requests=sim.req,
-        status=np.array(sim.status, dtype=np.int8),
-        arrival_s=np.array(sim.arrival, dtype=float),
-        scheduled_s=np.array(sim.scheduled, dtype=float),
-        first_token_s=np.array(sim.first_token, dtype=float),
-        done_s=np.array(sim.done, dtype=float),
-        preemptions=np.array(sim.preemptions, dtype=np.int64),
-        replica=np.array(sim.replica_of, dtype=np.int64),
-        gaps=sim.gaps,
-        reasons=dict(sim.reasons),
-        kv_peak_share=peak,
-        kv_samples=(np.frombuffer(sim.kv_t, dtype=float).copy(),
-                    np.frombuffer(sim.kv_delta, dtype=np.int64).copy(),
-                    sum(e.cache.total_blocks for e in engines)),
-        iterations=sim.iterations,
-        events=sim.events,
-        prefix_hit_tokens=sum(e.cache.hit_tokens for e in engines),
-        prefix_lookup_tokens=sum(e.cache.lookup_tokens for e in engines),
-        link_busy_s=sim.link_busy,
-        implementation=implementation,
-    )
-
-
-__all__ += ["COMPLETED", "REJECTED"]
+    return Cluster(requests, perf, cfg, layout, policy, FastEngine, "fast").run()

@@ -180,6 +180,15 @@ class PerfModel:
         return float(send_s(self.eff, self.gpu, nbytes,
                             None if same_node else self.inter_node_gb_s))
 
+    def cross_node_send_s(self, tokens: int) -> float:
+        """Seconds an iteration of ``tokens`` tokens spends sending activations between
+        pipeline stages on different nodes (what a slow link stretches)."""
+        if not self.cross_node_sends or tokens <= 0:
+            return 0.0
+        act = tokens * self.model.hidden * BYTES_PER_PARAM
+        return self.cross_node_sends * float(send_s(self.eff, self.gpu, 2 * act,
+                                                    self.inter_node_gb_s))
+
     def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int:
         """Tokens of KV cache the replica holds: per GPU, (memory x ``usable_share`` - weights -
         activation reserve) / KV bytes per token on that GPU. Raises InputError when the

@@ -2,7 +2,8 @@
 
 This is the readable statement of how a replica schedules (vLLM's continuous batching, as the
 project models it). The fast simulator (:mod:`.engine`) must give the same figures; tests
-compare them on the same arrivals.
+compare them on the same arrivals. The fleet around the schedulers (routing, admission,
+faults, retries, the prefill/decode link) is :mod:`.cluster`, shared by both.
 
 **A scheduler** (a replica, or one pipeline engine of a replica) holds a waiting queue and a
 running batch, both ordered by (class priority, arrival time). Whenever it is free and has
@@ -13,162 +14,263 @@ work it starts an iteration at time ``t``:
    A request still prefilling its prompt takes the next chunk: as many prompt tokens as the
    budget leaves after one token for every decoding request not yet served (with chunked
    prefill off a prompt is always admitted whole, so no chunk is left over). If the KV cache
-   cannot give the blocks, the lowest request (the last in the order) is preempted by
-   recompute: it drops all its KV and goes back to the waiting queue, keeping the tokens it
-   generated; repeat until the blocks fit, or until the request itself was the one dropped.
-2. *Waiting requests*, only if nobody was preempted in this iteration: in order, while the
-   batch holds fewer than ``max_batch`` requests and budget is left, admit the first one if
-   its first chunk and the KV blocks for it fit (prefix-cache hits first: cached hash blocks
-   are not computed again); stop at the first that does not fit. A request that arrived with
-   its KV (the decode side of a prefill/decode split) decodes at once.
+   cannot give the blocks, the lowest request (the last in the order) is preempted: it gives
+   up its KV (recompute: dropped; swap: copied to host memory over PCIe) and goes back to the
+   waiting queue, keeping the tokens it generated; repeat until the blocks fit, or until the
+   request itself was the one preempted.
+2. *Waiting requests*, only if nobody was preempted in step 1: in order, while the batch holds
+   fewer than ``max_batch`` requests and budget is left, admit the first one if its first
+   chunk and the KV blocks for it fit (prefix-cache hits first: cached hash blocks are not
+   computed again; a swapped request brings its KV back instead); stop at the first that does
+   not fit, unless priority preemption is on and a running request of a lower class can be
+   preempted (the lowest first, taken out of this iteration) to make room. A request that
+   arrived with its KV (the decode side of a prefilll/decode split) decodes at once.
 3. The iteration's time is ``perf.iteration_s(prefill chunks, decoding requests, their
-   summed context)``. At its end every decoding request has one more token; a request whose
-   prompt (plus, after a preemption, its earlier output) is now all in the cache emits a
-   token (its first: TTFT); a request with all its output tokens is done and frees its KV.
-
-**Arrivals** go round-robin over the replicas (over prefill replicas in a split); inside a
-replica to the pipeline engine with the fewest unfinished requests. A request longer (prompt
-plus output) than the model's context, or that could never fit one engine's KV cache, or
-(chunked prefill off) one iteration's budget, is rejected at the door with that reason.
-**A split**: when a prompt is done on a prefill replica, its KV cache moves over the link to
-the next decode replica (round-robin);
-the prefill replica's link sends one transfer at a time; the KV is freed on the prefill side
-when the move ends, and the first token leaves then (TTFT includes the move). A request with
-one output token needs no move. **Closed loop**: ``users`` requests start at 0; each end
-(done or rejected) sends the next request ``think_s`` later.
-
-At one instant, ends of iterations come first, then arrivals, then starts of iterations.
+   summed context)``, plus the KV swapped in and out over PCIe, plus any wait or slowdown
+   of a link its pipeline crosses. At its end every decoding request has one more token; a
+   request whose prompt (plus, after a preemption, its earlier output) is now all in the
+   cache emits a token (its first: TTFT); a request with all its output tokens is done and
+   frees its KV.
 """
 
 from __future__ import annotations
 
-import heapq
-
-import numpy as np
-
+from .cluster import END, START, Cluster
 from .kv_cache import KVCache
 from .layout import Layout
-from .record import COMPLETED, REJECTED, UNFINISHED, GapRecord, Run
+from .policy import Policy
+from .record import Run
 from .replica import SchedulerConfig
 from .requests import Requests
 
-__all__ = ["simulate_reference"]
+__all__ = ["simulate_reference", "StepEngine"]
 
 
-class _Req:
-    def __init__(self, i, requests: Requests, prio):
-        self.i = i
-        self.inp = int(requests.input_tokens[i])
-        self.out = int(requests.output_tokens[i])
-        self.cls = int(requests.class_id[i])
-        self.prio = prio
-        self.hashes = requests.hashes(i)
-        self.arrival = float("nan")
-        self.computed = 0        # tokens whose KV is in the cache
-        self.generated = 0       # output tokens emitted
-        self.target = 0          # tokens to have in the cache before the next token
-        self.own = 0             # own KV blocks
-        self.pinned = 0          # prefix-cache hash blocks pinned
-        self.decoding = False
-        self.ready = False       # arrived with its KV (decode side of a split)
-        self.tokens: list[float] = []   # times its output tokens left the server
-        self.scheduled = float("nan")
-        self.done = float("nan")
-        self.status = UNFINISHED
-        self.preemptions = 0
-        self.replica = -1
+class StepEngine:
+    """One scheduler, stepped one iteration at a time over plain lists."""
 
-    def key(self):
-        return (self.prio, self.arrival, self.i)
-
-
-class _Scheduler:
-    def __init__(self, replica: int, role: str, kv_blocks: int, cfg: SchedulerConfig):
+    def __init__(self, sim: Cluster, replica: int, role: str, kv_blocks: int):
+        self.sim = sim
         self.replica = replica
         self.role = role
-        self.cfg = cfg
-        self.cache = KVCache(kv_blocks, cfg.block_tokens, cfg.hash_block_tokens)
-        self.waiting: list[_Req] = []
-        self.running: list[_Req] = []
-        self.in_flight = None     # (end time, [(request, tokens)]) of the running iteration
+        self.kv_blocks = kv_blocks
+        self.version = 0
+        self.peak = 0.0
+        self.hits_before = 0
+        self.lookups_before = 0
+        self.reset()
+
+    def reset(self) -> None:
+        sim = self.sim
+        if hasattr(self, "cache"):
+            self.peak = self.peak_share()
+            self.hits_before += self.cache.hit_tokens
+            self.lookups_before += self.cache.lookup_tokens
+        self.cache = KVCache(self.kv_blocks, sim.cfg.block_tokens, sim.cfg.hash_block_tokens)
+        self.waiting: list[int] = []
+        self.running: list[int] = []
+        self.decoding: set[int] = set()
+        self.target: dict[int, int] = {}
+        self.transferring: set[int] = set()
+        self.batch: list = []
+        self.busy = False
+        self.version += 1
+        self.kv_noted = 0
+        self.swap_tokens = 0
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def key(self, i: int):
+        sim = self.sim
+        return (sim.prio[sim.cls[i]], sim.arrival[i], i)
 
     def blocks_for(self, tokens: int) -> int:
-        return -(-tokens // self.cfg.block_tokens)
+        return -(-tokens // self.sim.cfg.block_tokens)
 
-    def held(self, r: _Req) -> int:
-        return r.own + r.pinned * self.cache.hash_blocks
+    def held(self, i: int) -> int:
+        return self.sim.own[i] + self.sim.pinned[i] * self.cache.hash_blocks
 
-    def start(self, t: float, perf, stats) -> None:
-        cfg, cache = self.cfg, self.cache
-        self.running.sort(key=_Req.key)
-        self.waiting.sort(key=_Req.key)
+    def unfinished(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+    def waiting_count(self) -> int:
+        return len(self.waiting)
+
+    def queued_prefill_tokens(self) -> int:
+        sim = self.sim
+        total = 0
+        for i in self.waiting:
+            if not sim.ready[i]:
+                total += sim.inp[i] + sim.generated[i] - (sim.computed[i] if sim.swapped[i]
+                                                          else 0)
+        for i in self.running:
+            if i not in self.decoding:
+                total += self.target[i] - sim.computed[i]
+        return total
+
+    def outstanding_tokens(self, t: float) -> int:
+        sim = self.sim
+        total = self.queued_prefill_tokens()
+        for i in self.waiting + self.running:
+            total += sim.out[i] - sim.generated[i]
+        return total
+
+    def prefix_hit_tokens(self, hashes, prompt_tokens: int, t: float) -> int:
+        cache = self.cache
+        if not cache.hash_blocks or hashes is None:
+            return 0
+        return _lookup(cache, hashes, prompt_tokens)[0] * cache.hash_block_tokens
+
+    def peak_share(self) -> float:
+        c = self.cache
+        return max(self.peak, c.peak_used / c.total_blocks if c.total_blocks else 0.0)
+
+    @property
+    def hit_tokens(self) -> int:
+        return self.hits_before + self.cache.hit_tokens
+
+    @property
+    def lookup_tokens(self) -> int:
+        return self.lookups_before + self.cache.lookup_tokens
+
+    def note_kv(self, t: float) -> None:
+        used = self.cache.used - self.cache.evictable
+        if used != self.kv_noted:
+            self.sim.kv_t.append(t)
+            self.sim.kv_delta.append(used - self.kv_noted)
+            self.kv_noted = used
+
+    def add(self, i: int, t: float) -> None:
+        self.waiting.append(i)
+        self.waiting.sort(key=self.key)
+        if not self.busy:
+            self.busy = True
+            self.version += 1
+            self.sim.push(t, START, self, self.version)
+
+    def wake(self, t: float) -> None:
+        if not self.busy and self.waiting:
+            self.add_start(t)
+
+    def add_start(self, t: float) -> None:
+        self.busy = True
+        self.version += 1
+        self.sim.push(t, START, self, self.version)
+
+    def cut(self, t: float, force: bool = False) -> None:
+        pass   # every iteration is its own event here
+
+    # -- an iteration ------------------------------------------------------------------------
+    def step_start(self, t: float) -> None:
+        sim, cfg, cache = self.sim, self.sim.cfg, self.cache
+        self.running.sort(key=self.key)
         order = list(self.running)
-        decs_left = sum(r.decoding for r in order)
+        decs_left = sum(i in self.decoding for i in order)
         budget = cfg.max_batched_tokens
-        batch: list[tuple[_Req, int]] = []
+        batch: list = []
         preempted = False
         k = 0
         while k < len(order):
-            r = order[k]
-            if r.decoding:
+            i = order[k]
+            if i in self.decoding:
                 decs_left -= 1
                 tokens = 1
-                blocks = 1 if r.computed % cfg.block_tokens == 0 else 0
+                blocks = 1 if sim.computed[i] % cfg.block_tokens == 0 else 0
             else:
-                tokens = max(0, min(r.target - r.computed, budget - decs_left))
-                blocks = self.blocks_for(r.computed + tokens) - self.held(r) if tokens else 0
+                tokens = max(0, min(self.target[i] - sim.computed[i], budget - decs_left))
+                blocks = self.blocks_for(sim.computed[i] + tokens) - self.held(i) if tokens \
+                    else 0
             dropped_self = False
             while blocks > cache.available:
                 victim = order.pop()
-                if victim is not r and victim.decoding:
+                if victim != i and victim in self.decoding:
                     decs_left -= 1
-                self.preempt(victim, t, stats)
+                self.preempt(victim, t)
                 preempted = True
-                if victim is r:
+                if victim == i:
                     dropped_self = True
                     break
             if dropped_self:
                 break
             cache.allocate(blocks)
-            r.own += blocks
+            sim.own[i] += blocks
             if tokens:
-                batch.append((r, tokens))
+                batch.append([i, tokens, i in self.decoding])
             budget -= tokens
             k += 1
+        swap_in = 0
         if not preempted:
-            while self.waiting and len(self.running) < cfg.max_batch and budget > 0:
-                r = self.waiting[0]
-                got = self.try_admit(r, t, budget)
+            while self.waiting and budget > 0:
+                i = self.waiting[0]
+                got = self.try_admit(i, t, budget) if len(self.running) < cfg.max_batch \
+                    else None
                 if got is None:
-                    break
+                    if not (sim.policy.priority_preemption and self.running):
+                        break
+                    victim = max(self.running, key=self.key)
+                    if self.key(victim)[0] <= self.key(i)[0]:
+                        break
+                    for n, entry in enumerate(batch):
+                        if entry[0] == victim:
+                            budget += entry[1]
+                            del batch[n]
+                            break
+                    self.preempt(victim, t)
+                    continue
+                tokens, swapped = got
+                swap_in += swapped
                 self.waiting.pop(0)
-                self.running.append(r)
-                batch.append((r, got))
-                budget -= got
+                self.running.append(i)
+                batch.append([i, tokens, i in self.decoding])
+                budget -= tokens
         if not batch:
-            self.in_flight = None
+            self.batch = []
+            self.busy = False
+            self.swap_tokens = 0
+            sim.emptied(self.replica, t)
             return
-        chunks = [(tok, r.computed) for r, tok in batch if not r.decoding]
-        decs = [r for r, _ in batch if r.decoding]
-        d = perf.iteration_s(chunks, len(decs), sum(r.computed + 1 for r in decs))
-        self.in_flight = (t + d, batch)
+        chunks = [(tok, sim.computed[i]) for i, tok, dec in batch if not dec]
+        decs = [i for i, _, dec in batch if dec]
+        d = sim.perf.iteration_s(chunks, len(decs), sum(sim.computed[i] + 1 for i in decs))
+        if sim.link:
+            d += sim.iteration_extra(self.replica, t, sum(tok for _, tok, _ in batch))
+        moved = swap_in + self.swap_tokens
+        if moved:
+            d += moved * sim.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9)
+            self.swap_tokens = 0
+        self.batch = batch
+        self.version += 1
+        sim.push(t + d, END, self, self.version)
+        self.note_kv(t)
 
-    def try_admit(self, r: _Req, t: float, budget: int):
-        """Admit r now if its first iteration fits; return the tokens it takes, else None."""
-        cache = self.cache
-        if r.ready:
-            blocks = self.blocks_for(r.computed + 1)
+    def try_admit(self, i: int, t: float, budget: int):
+        """Admit i now if its first iteration fits: (tokens it takes, tokens swapped in)."""
+        sim, cache = self.sim, self.cache
+        if sim.ready[i]:
+            blocks = self.blocks_for(sim.computed[i] + 1)
             if blocks > cache.available:
                 return None
             cache.allocate(blocks)
-            r.own = blocks
-            r.ready = False
-            r.decoding = True
-            return 1
-        hits, unpinned = _lookup(cache, r)
+            sim.own[i] = blocks
+            sim.ready[i] = False
+            self.decoding.add(i)
+            return 1, 0
+        if sim.swapped[i]:
+            todo = sim.inp[i] + sim.generated[i] - sim.computed[i]
+            tokens = min(todo, budget) if sim.cfg.chunked_prefill else todo
+            if tokens > budget:
+                return None
+            blocks = self.blocks_for(sim.computed[i] + tokens)
+            if blocks > cache.available:
+                return None
+            cache.allocate(blocks)
+            sim.own[i] = blocks
+            sim.swapped[i] = False
+            self.target[i] = sim.inp[i] + sim.generated[i]
+            return tokens, sim.computed[i]
+        hits, unpinned = _lookup(cache, sim.req.hashes(i), sim.inp[i])
         start = hits * cache.hash_block_tokens
-        todo = r.inp + r.generated - start
-        if self.cfg.chunked_prefill:
+        todo = sim.inp[i] + sim.generated[i] - start
+        if sim.cfg.chunked_prefill:
             tokens = min(todo, budget)
         elif todo > budget:
             return None
@@ -177,232 +279,150 @@ class _Scheduler:
         blocks = self.blocks_for(start + tokens) - hits * cache.hash_blocks
         if blocks + unpinned * cache.hash_blocks > cache.available:
             return None
-        r.pinned = cache.match(r.hashes, r.inp) if cache.hash_blocks else 0
-        r.computed = start
+        sim.pinned[i] = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks else 0
+        sim.computed[i] = start
         cache.allocate(blocks)
-        r.own = blocks
-        r.target = r.inp + r.generated
-        if r.scheduled != r.scheduled:   # NaN: its first prefill starts now
-            r.scheduled = t
-        return tokens
+        sim.own[i] = blocks
+        self.target[i] = sim.inp[i] + sim.generated[i]
+        if sim.scheduled[i] != sim.scheduled[i]:   # NaN: its first prefill starts now
+            sim.scheduled[i] = t
+        return tokens, 0
 
-    def preempt(self, r: _Req, t: float, stats) -> None:
-        self.running.remove(r)
-        self.free(r)
-        r.computed = 0
-        r.decoding = False
-        r.preemptions += 1
-        self.waiting.append(r)
-        self.waiting.sort(key=_Req.key)
+    def preempt(self, i: int, t: float) -> None:
+        sim = self.sim
+        self.running.remove(i)
+        self.decoding.discard(i)
+        self.target.pop(i, None)
+        self.release_request(i)
+        if sim.policy.preemption == "swap" and sim.computed[i]:
+            self.swap_tokens += sim.computed[i]
+            sim.swapped[i] = True
+        else:
+            sim.computed[i] = 0
+        sim.preemptions[i] += 1
+        self.waiting.append(i)
+        self.waiting.sort(key=self.key)
 
-    def free(self, r: _Req) -> None:
-        self.cache.release(r.own)
-        r.own = 0
-        if r.pinned:
-            self.cache.unpin(r.hashes, r.pinned)
-            r.pinned = 0
+    def release_request(self, i: int) -> None:
+        sim = self.sim
+        self.cache.release(sim.own[i])
+        sim.own[i] = 0
+        if sim.pinned[i]:
+            self.cache.unpin(sim.req.hashes(i), sim.pinned[i])
+            sim.pinned[i] = 0
+        self.transferring.discard(i)
+
+    def emit(self, i: int, t: float) -> None:
+        sim = self.sim
+        if sim.first_token[i] != sim.first_token[i]:
+            sim.first_token[i] = t
+        else:
+            sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
+        sim.last_token[i] = t
+
+    def complete(self, i: int, t: float) -> None:
+        self.running.remove(i)
+        self.decoding.discard(i)
+        self.release_request(i)
+        self.sim.complete(i, t)
+
+    def step_end(self, t: float) -> None:
+        sim = self.sim
+        batch, self.batch = self.batch, []
+        sim.iterations += 1
+        finishing = []
+        for i, _, dec in batch:
+            if dec:
+                sim.computed[i] += 1
+                sim.generated[i] += 1
+                self.emit(i, t)
+                if sim.generated[i] >= sim.out[i]:
+                    finishing.append(i)
+        for i, tokens, dec in batch:
+            if dec:
+                continue
+            sim.computed[i] += tokens
+            if sim.computed[i] < self.target[i]:
+                continue
+            del self.target[i]
+            if self.cache.hash_blocks:
+                pinned = self.cache.insert(sim.req.hashes(i), sim.pinned[i], sim.inp[i])
+                sim.own[i] -= (pinned - sim.pinned[i]) * self.cache.hash_blocks
+                sim.pinned[i] = pinned
+            sim.generated[i] += 1
+            if self.role == "prefill":
+                self.running.remove(i)
+                if sim.generated[i] >= sim.out[i]:
+                    self.release_request(i)
+                    self.emit(i, t)
+                    sim.complete(i, t)
+                else:
+                    self.transferring.add(i)
+                    sim.handoff(self, i, t)
+                continue
+            self.emit(i, t)
+            if sim.generated[i] >= sim.out[i]:
+                self.complete(i, t)
+            else:
+                self.decoding.add(i)
+        for i in sorted(finishing):
+            self.complete(i, t)
+        self.note_kv(t)
+        self.add_start(t)
+
+    def crash(self, t: float) -> list[int]:
+        """Everything here is lost at t (the iteration in flight too); returns the requests."""
+        sim = self.sim
+        lost = sorted(self.waiting + self.running + sorted(self.transferring))
+        for i in lost:
+            sim.own[i] = 0
+            sim.pinned[i] = 0
+        if self.kv_noted:                     # its KV is gone
+            sim.kv_t.append(t)
+            sim.kv_delta.append(-self.kv_noted)
+        self.reset()
+        return lost
 
 
 def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
-                       keep_tokens: bool = False) -> Run:
+                       policy: Policy | None = None, keep_tokens: bool = False) -> Run:
     """Run ``requests`` through ``layout`` one iteration at a time (see the module's rules).
 
     With ``keep_tokens`` the run's ``token_times`` attribute holds every request's token times.
     """
-    prios = [c.priority for c in requests.classes]
-    reqs = [_Req(i, requests, prios[int(requests.class_id[i])]) for i in range(len(requests))]
-    scheds = [[_Scheduler(ri, plan.role, plan.kv_blocks, cfg) for _ in range(plan.engines)]
-              for ri, plan in enumerate(layout.replicas)]
-    flat = [s for group in scheds for s in group]
-    gaps = GapRecord(len(requests.classes))
-    reasons: dict = {}
-    entry = "prefill" if layout.split else "mixed"
-    rr = {"mixed": 0, "prefill": 0, "decode": 0}
-    link_free = [0.0] * len(layout.replicas)
-    stats = {"iterations": 0, "link_busy": 0.0}
-    arrivals: list = []   # heap of (time, seq, request, transfer: (from scheduler, to replica))
-    seq = [0]
-
-    def push(t, r, transfer=None):
-        seq[0] += 1
-        heapq.heappush(arrivals, (t, seq[0], r, transfer))
-
-    closed = requests.closed_loop
-    next_closed = [0]
-    if closed is None:
-        for r in reqs:
-            push(float(requests.arrival_s[r.i]), r)
-    else:
-        for r in reqs[:closed.users]:
-            push(0.0, r)
-        next_closed[0] = min(closed.users, len(reqs))
-
-    def ended(r: _Req, t: float) -> None:
-        if closed is not None and next_closed[0] < len(reqs):
-            push(t + closed.think_s, reqs[next_closed[0]])
-            next_closed[0] += 1
-
-    def route(role: str) -> int:
-        members = layout.of_role(role)
-        k = rr[role]
-        rr[role] = k + 1
-        return members[k % len(members)]
-
-    def enqueue(replica: int, r: _Req) -> None:
-        group = scheds[replica]
-        s = min(group, key=lambda s: len(s.waiting) + len(s.running))
-        s.waiting.append(r)
-
-    def emit(r: _Req, t: float) -> None:
-        if r.tokens:
-            gaps.add_one(t - r.tokens[-1], r.cls)
-        r.tokens.append(t)
-        r.generated += 1
-
-    def complete(s: _Scheduler, r: _Req, t: float) -> None:
-        s.running.remove(r)
-        s.free(r)
-        r.status = COMPLETED
-        r.done = t
-        ended(r, t)
-
-    def finish(s: _Scheduler, t: float) -> None:
-        _, batch = s.in_flight
-        s.in_flight = None
-        stats["iterations"] += 1
-        finishing = []
-        for r, _ in batch:
-            if r.decoding:
-                r.computed += 1
-                emit(r, t)
-                if r.generated >= r.out:
-                    finishing.append(r)
-        for r, tokens in batch:
-            if r.decoding:
-                continue
-            r.computed += tokens
-            if r.computed < r.target:
-                continue
-            if s.cache.hash_blocks:
-                pinned = s.cache.insert(r.hashes, r.pinned, r.inp)
-                r.own -= (pinned - r.pinned) * s.cache.hash_blocks
-                r.pinned = pinned
-            if s.role == "prefill":
-                r.generated += 1
-                s.running.remove(r)
-                if r.out == 1:
-                    s.free(r)
-                    r.tokens.append(t)
-                    r.status, r.done = COMPLETED, t
-                    ended(r, t)
-                else:
-                    d = route("decode")
-                    begin = max(t, link_free[s.replica])
-                    dur = perf.kv_transfer_s(r.inp, layout.same_node(s.replica, d))
-                    link_free[s.replica] = begin + dur
-                    stats["link_busy"] += dur
-                    push(begin + dur, r, (s, d))
-                continue
-            emit(r, t)
-            if r.generated >= r.out:
-                complete(s, r, t)
-            else:
-                r.decoding = True
-        for r in sorted(finishing, key=lambda r: r.i):
-            complete(s, r, t)
-
-    kv_t: list[float] = []
-    kv_delta: list[int] = []
-    noted = {id(s): 0 for s in flat}
-
-    def note_kv(s: _Scheduler, t: float) -> None:
-        used = s.cache.used - s.cache.evictable
-        if used != noted[id(s)]:
-            kv_t.append(t)
-            kv_delta.append(used - noted[id(s)])
-            noted[id(s)] = used
-
-    while True:
-        busy = [s for s in flat if s.in_flight is not None]
-        t_end = min((s.in_flight[0] for s in busy), default=float("inf"))
-        t_arr = arrivals[0][0] if arrivals else float("inf")
-        t = min(t_end, t_arr)
-        if t == float("inf"):
-            break
-        for s in busy:
-            if s.in_flight[0] == t:
-                finish(s, t)
-                note_kv(s, t)
-        while arrivals and arrivals[0][0] == t:
-            _, _, r, transfer = heapq.heappop(arrivals)
-            if transfer is not None:
-                src, dest = transfer
-                src.free(r)
-                note_kv(src, t)
-                r.tokens.append(t)   # the first token leaves when the KV has moved
-                r.decoding = False
-                r.ready = True
-                r.computed = r.inp
-                enqueue(dest, r)
-                continue
-            r.arrival = t
-            need = -(-(r.inp + r.out) // cfg.block_tokens)
-            room = min(layout.replicas[x].kv_blocks for x in layout.of_role(entry))
-            if layout.split:
-                room = min(room, min(layout.replicas[x].kv_blocks
-                                     for x in layout.of_role("decode")))
-            reason = None
-            if r.inp + r.out > cfg.max_model_len:
-                reason = "longer than the model's context"
-            elif need > room:
-                reason = "needs more KV cache than a replica holds"
-            elif not cfg.chunked_prefill and r.inp + r.out > cfg.max_batched_tokens:
-                reason = "longer than max_batched_tokens with chunked prefill off"
-            if reason:
-                r.status = REJECTED
-                reasons[(reason, r.cls)] = reasons.get((reason, r.cls), 0) + 1
-                ended(r, t)
-                continue
-            r.replica = route(entry)
-            enqueue(r.replica, r)
-        for s in flat:
-            if s.in_flight is None and (s.waiting or s.running):
-                s.start(t, perf, stats)
-                note_kv(s, t)
-
-    run = Run(
-        requests=requests,
-        status=np.array([r.status for r in reqs], dtype=np.int8),
-        arrival_s=np.array([r.arrival for r in reqs], dtype=float),
-        scheduled_s=np.array([r.scheduled for r in reqs], dtype=float),
-        first_token_s=np.array([r.tokens[0] if r.tokens else np.nan for r in reqs]),
-        done_s=np.array([r.done for r in reqs], dtype=float),
-        preemptions=np.array([r.preemptions for r in reqs], dtype=np.int64),
-        replica=np.array([r.replica for r in reqs], dtype=np.int64),
-        gaps=gaps,
-        reasons=reasons,
-        kv_samples=(np.array(kv_t, dtype=float), np.array(kv_delta, dtype=np.int64),
-                    sum(s.cache.total_blocks for s in flat)),
-        kv_peak_share=max((s.cache.peak_used / s.cache.total_blocks for s in flat
-                           if s.cache.total_blocks), default=0.0),
-        iterations=stats["iterations"],
-        prefix_hit_tokens=sum(s.cache.hit_tokens for s in flat),
-        prefix_lookup_tokens=sum(s.cache.lookup_tokens for s in flat),
-        link_busy_s=stats["link_busy"],
-        implementation="reference",
-    )
+    sim = Cluster(requests, perf, cfg, layout, policy, StepEngine, "reference")
+    times: list[list[float]] = [[] for _ in range(len(requests))]
     if keep_tokens:
-        run.token_times = [list(r.tokens) for r in reqs]
+        emit = StepEngine.emit
+
+        def keeping(self, i, t):
+            times[i].append(t)
+            emit(self, i, t)
+
+        sim.engines = [[_with_emit(e, keeping) for e in es] for es in sim.engines]
+    run = sim.run()
+    if keep_tokens:
+        for i in range(len(requests)):   # a first token after a KV move leaves at the move
+            if sim.first_token[i] == sim.first_token[i] and (
+                    not times[i] or times[i][0] > sim.first_token[i]):
+                times[i].insert(0, sim.first_token[i])
+        run.token_times = times
     return run
 
 
-def _lookup(cache: KVCache, r: _Req) -> tuple[int, int]:
-    """(cached prefix hash blocks of r, how many of them nobody pins), touching nothing."""
-    if not cache.hash_blocks or r.hashes is None:
+def _with_emit(engine: StepEngine, emit) -> StepEngine:
+    engine.emit = emit.__get__(engine)
+    return engine
+
+
+def _lookup(cache: KVCache, hashes, prompt_tokens: int) -> tuple[int, int]:
+    """(cached prefix hash blocks, how many of them nobody pins), touching nothing."""
+    if not cache.hash_blocks or hashes is None:
         return 0, 0
-    limit = min(len(r.hashes), (r.inp - 1) // cache.hash_block_tokens)
+    limit = min(len(hashes), (prompt_tokens - 1) // cache.hash_block_tokens)
     hits = unpinned = 0
-    while hits < limit and int(r.hashes[hits]) in cache.entries:
-        unpinned += cache.entries[int(r.hashes[hits])] == 0
+    while hits < limit and int(hashes[hits]) in cache.entries:
+        unpinned += cache.entries[int(hashes[hits])] == 0
         hits += 1
     return hits, unpinned
+

@@ -30,10 +30,30 @@ replicas = 4
 tp = 2
 replicas = 2
 
+[[designs]]                 # stage 3 knobs, per design (or in [defaults])
+replicas = 4
+router = "prefix"           # round-robin | least-work | power-of-two | session | prefix
+priority_preemption = true  # a higher class preempts lower ones to get in
+preemption = "recompute"    # or "swap" (KV to host memory over PCIe, pcie_gb_s = 25)
+buckets = { batch = [5, 20] }   # token bucket per class: rate_rps, burst
+max_queue = 64              # shed when this many wait (lower classes earlier)
+shed_ttft = true            # shed when the estimated TTFT is beyond the class's SLO
+
 [acceptance]
 runs = 3                    # repeated runs (seeds seed, seed + 1, ...)
 seed = 0
 attainment = 0.95           # share of each class's requests within its SLOs, in every run
+fault_attainment = 0.90     # ... with the faults (schedatrix serving accept)
+max_recovery_s = 60         # every fault's recovery time at most this
+
+[faults]                    # run, accept: worker | node | link | drain (see faults.py)
+schedule = ["worker:0@120+30", "link:1@200+30:4", "drain:2@300+20"]
+
+[resilience]
+health_check_s = 5          # the router notices a crash after this long
+retry_budget = 3
+backoff_s = 0.5             # a retry waits backoff_s x 2^(attempt - 1)
+weight_load_gb_s = 5        # a restarted replica reloads its weights at this rate
 
 [compare]
 models = ["llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b"]   # optional: how the answer moves
@@ -50,10 +70,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from .accept import FaultCriteria
 from .acceptance import Criteria
 from .arrivals import Burst
 from .catalog import MODELS
-from .deployment import DESIGN_KNOBS, Design, design_from_dict
+from .deployment import DESIGN_KNOBS, Design, build, design_from_dict
+from .faults import Resilience, check_faults, parse_fault
 from .lengths import PairedLengths
 from .load import Load, Tenant, generate
 from .numbers import check_int, check_real
@@ -81,7 +103,8 @@ def source_is_file(where: str) -> bool:
     return bool(where)
 
 
-_TOP_KEYS = {"load", "classes", "defaults", "designs", "acceptance", "compare", "simulator"}
+_TOP_KEYS = {"load", "classes", "defaults", "designs", "acceptance", "compare", "simulator",
+             "faults", "resilience"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +122,9 @@ class Scenario:
     baseline: bool = True
     implementation: str = "fast"
     source: str = ""
+    faults: tuple = ()
+    resilience: Resilience = field(default_factory=Resilience)
+    fault_criteria: FaultCriteria = field(default_factory=FaultCriteria)
 
     def make_requests(self) -> Callable[[int], Requests]:
         """seed -> the load's requests (a replayed trace is read once)."""
@@ -182,14 +208,40 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
         dup = sorted({n for n in names if names.count(n) > 1})
         raise InputError(f"{where}two designs share the name {dup[0]!r}; give each a name")
     acc = _table(data, "acceptance", where)
-    _unknown(acc, {"runs", "seed", "attainment", "spare", "kv_spare"}, f"{where}[acceptance] ")
+    fault_keys = {"max_recovery_s", "fault_attainment", "recovery_window_s",
+                  "recovery_tolerance", "recovery_hold"}
+    _unknown(acc, {"runs", "seed", "attainment", "spare", "kv_spare"} | fault_keys,
+             f"{where}[acceptance] ")
     try:
         criteria = Criteria(**{k: acc[k] for k in ("attainment", "spare", "kv_spare")
                                if k in acc})
         runs = check_int("runs", acc.get("runs", 1), 1, 10_000)
         seed = check_int("seed", acc.get("seed", 0), 0, 2**63 - 1)
+        fault_criteria = FaultCriteria(
+            acc.get("max_recovery_s"), acc.get("fault_attainment"),
+            acc.get("recovery_window_s", 10.0), acc.get("recovery_tolerance", 0.25),
+            check_int("recovery_hold", acc.get("recovery_hold", 3), 1, 1000))
     except InputError as e:
         raise InputError(f"{where}[acceptance] {e}") from None
+    faults_t = _table(data, "faults", where)
+    _unknown(faults_t, {"schedule"}, f"{where}[faults] ")
+    schedule = faults_t.get("schedule", [])
+    if not isinstance(schedule, list) or not all(isinstance(x, str) for x in schedule):
+        raise InputError(f"{where}[faults] schedule must be a list of strings like "
+                         f"\"worker:0@60+30\"")
+    faults = tuple(parse_fault(x) for x in schedule)
+    res_t = _table(data, "resilience", where)
+    _unknown(res_t, {"health_check_s", "retry_budget", "backoff_s", "weight_load_gb_s"},
+             f"{where}[resilience] ")
+    try:
+        resilience = Resilience(**res_t)
+    except InputError as e:
+        raise InputError(f"{where}[resilience] {e}") from None
+    for d in designs:
+        try:
+            check_faults(faults, build(d).layout)
+        except InputError as e:
+            raise InputError(f"{where}design {d.name!r}: {e}") from None
     cmp_t = _table(data, "compare", where)
     _unknown(cmp_t, {"models", "baseline"}, f"{where}[compare] ")
     models = cmp_t.get("models", [])
@@ -206,7 +258,7 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
         raise InputError(f"{where}[simulator] implementation must be one of "
                          f"{', '.join(IMPLEMENTATIONS)}, got {impl!r}")
     return Scenario(load, requests, duration, designs, runs, seed, criteria, tuple(models),
-                    baseline, impl, source)
+                    baseline, impl, source, faults, resilience, fault_criteria)
 
 
 def _classes(tables: list[dict], where: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import InputError
 from .deployment import Design, build
 from .engine import simulate_fast
+from .faults import Resilience
 from .record import Run
 from .reference import simulate_reference
 from .requests import Requests
@@ -17,9 +18,11 @@ IMPLEMENTATIONS = {"fast": simulate_fast, "reference": simulate_reference}
 MOONCAKE_HASH_BLOCK_TOKENS = 512
 
 
-def simulate(requests: Requests, design: Design, implementation: str = "fast") -> Run:
-    """Serve ``requests`` on ``design``. Prefix caching is on when the requests carry block
-    hashes (``meta["hash_block_tokens"]`` tokens each, Mooncake's 512 by default)."""
+def simulate(requests: Requests, design: Design, implementation: str = "fast",
+             faults=(), resilience: Resilience | None = None) -> Run:
+    """Serve ``requests`` on ``design`` (with ``faults`` injected). Prefix caching is on when
+    the requests carry block hashes (``meta["hash_block_tokens"]`` tokens each, Mooncake's 512
+    by default). The router's random choices are seeded by the load's seed."""
     if implementation not in IMPLEMENTATIONS:
         raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, "
                          f"got {implementation!r}")
@@ -27,4 +30,6 @@ def simulate(requests: Requests, design: Design, implementation: str = "fast") -
     if requests.hash_offsets is not None:
         hb = int(requests.meta.get("hash_block_tokens", MOONCAKE_HASH_BLOCK_TOKENS))
     built = build(design, hash_block_tokens=hb)
-    return IMPLEMENTATIONS[implementation](requests, built.perf, built.config, built.layout)
+    policy = design.policy(faults, resilience, int(requests.meta.get("seed", 0)))
+    return IMPLEMENTATIONS[implementation](requests, built.perf, built.config, built.layout,
+                                           policy)
