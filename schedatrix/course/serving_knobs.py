@@ -166,5 +166,8 @@ def outcome_of(run: Run, design: Design, criteria: Criteria | None = None,
                                                     for c in range(len(req.classes))]
     return Outcome(design, req.classes, criteria or Criteria(), req.synthetic, runs=[f],
                    per_class=[per_class], kv_peak_share=[run.kv_peak_share],
-                   link_busy_s=[run.link_busy_s], reasons=[dict(run.reasons)],
+                   link_busy_s=[run.link_busy_s],
+                   prefix_hit_share=[run.prefix_hit_tokens / run.prefix_lookup_tokens
+                                     if run.prefix_lookup_tokens else 0.0],
+                   reasons=[dict(run.reasons)],
                    events=run.events, iterations=run.iterations)
