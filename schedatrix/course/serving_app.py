@@ -292,9 +292,11 @@ class ServingApp:
         self.error = message
         self.error_box.value = (f"<div class='sx-s-error'><b>Not a design the simulator "
                                 f"accepts:</b> {html.escape(message)}</div>")
+        labels = {"ttft": "TTFT p50 / p95", "itl": "ITL p50 / p95", "tpot": "TPOT p50 / p95",
+                  "queue": "queue time p50 / p95", "goodput": "goodput",
+                  "throughput": "output tokens/s", "kv": "KV cache peak", "cost": "$ per M tokens"}
         for name in READOUTS:
-            self.readouts[name].value = "" if name in ("verdict", "load") else _card(
-                READOUTS[name].removeprefix("sx-s-"), "-")
+            self.readouts[name].value = _card(labels[name], "-") if name in labels else ""
         if self.plots_on:
             self.image.layout.display = "none"
         return None
