@@ -36,6 +36,18 @@ NBVAL_AGAIN = ["-m", "pytest", "notebooks", "solutions", "--nbval", "--nbval-cur
                "-p", "no:cacheprovider", "-q"]
 
 
+#: The lesson JupyterLab opens first.
+WALKTHROUGH = "notebooks/00_walkthrough.ipynb"
+
+
+def course_command(as_root: bool = False) -> list[str]:
+    """`jupyter lab` rooted at the repository, so every folder the course names (notebooks/,
+    exercises/, solutions/, docs/) is in the file browser, with the walkthrough open first.
+    (Given a file alone, JupyterLab roots itself at the file's folder.)"""
+    return [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
+            str(ROOT / WALKTHROUGH), *(["--allow-root"] if as_root else [])]
+
+
 def say(text: str) -> None:
     print(f"[dev] {text}", flush=True)
 
@@ -77,9 +89,8 @@ def main(argv: list[str]) -> int:
             status = run(PY, *NBVAL_AGAIN, env=env)
         return status
     if job == "course":
-        as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
-        return run(BIN / "jupyter", "lab", "notebooks/00_walkthrough.ipynb", *as_root, *rest,
-                   env=env)
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+        return run(*course_command(as_root), *rest, env=env)
     if job == "app":
         return run(BIN / "schedatrix", "serve", *rest, env=env)
     if job == "exercises":

@@ -35,9 +35,10 @@ def _number(flag: str, kind=float):
             value = kind(text)
         except ValueError:
             what = "a whole number" if kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"{flag} must be {what}, got {text!r}") from None
+            # argparse names the flag itself ("argument --cards: must be ...")
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
         if kind is float and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{flag} must be a finite number, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         return value
 
     return parse
@@ -61,6 +62,11 @@ def _add_knobs(p: argparse.ArgumentParser) -> None:
                    help="share of the pool evicted by measured score, percent in [0, 100)")
     g.add_argument("--seed", type=_number("--seed", int), metavar="S",
                    help="the lottery draw (0 to 2**63 - 1)")
+
+
+#: Plan field -> the command-line flag that sets it (for error messages).
+_FLAGS = {"cards": "--cards", "card_class": "--card-class", "demand_tok_s": "--demand",
+          "shape": "--shape", "window": "--window", "seed": "--seed"}
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -89,7 +95,14 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         knobs["evict_share"] = args.evict_share / 100
     if args.seed is not None:
         knobs["seed"] = args.seed
-    return base.with_knobs(**knobs)
+    try:
+        return base.with_knobs(**knobs)
+    except InputError as err:
+        # Name the flag the user typed, not the Plan field behind it.
+        field, _, rest = str(err).partition(" ")
+        if field in _FLAGS:
+            raise InputError(f"{_FLAGS[field]} {rest}") from None
+        raise
 
 
 def _describe(plan: Plan) -> str:
@@ -112,7 +125,8 @@ def readout(month: Month) -> str:
         ("tok/s delivered", f"{rate(m.delivered_tok_s)} of {rate(m.demand_tok_s)} demanded"),
         ("unmet demand (cap 5%)", pct(m.unmet_share, 2)),
         ("billed idle", money(m.idle_bill)),
-        ("churn fees", f"{m.evicted} cards evicted, {money(m.churn_fees)} "
+        ("churn fees", f"{m.evicted} card{'' if m.evicted == 1 else 's'} evicted, "
+         f"{money(m.churn_fees)} "
          f"({pct(m.churn_fees / m.bill)} of the bill)"),
         ("million tokens per dollar", f"{m.mtok_per_dollar:.3f} (ideal "
          f"{m.ideal_mtok_per_dollar:.3f})"),

@@ -25,6 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "00_walkthrough.ipynb"
+LESSONS = [ROOT / "notebooks" / f"{n}.ipynb" for n in ("00_walkthrough", "05_drills")]
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
@@ -60,22 +61,18 @@ def _wait_for_server(url: str, proc: subprocess.Popen, timeout: float = 90.0) ->
     raise TimeoutError(f"jupyter lab did not answer {url} within {timeout:.0f} s")
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """A headless JupyterLab serving a copy of the walkthrough; yields (base url, token)."""
-    root = tmp_path / "root"
-    root.mkdir()
-    # A copy without stored outputs: a prompt number on the page then proves a cell ran.
-    nb = json.loads(NOTEBOOK.read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    (root / NOTEBOOK.name).write_text(json.dumps(nb))
+def _serve_lab(tmp_path, root):
+    """Start a headless JupyterLab on ``root``; yield (base url, token); stop it."""
     # Quiet JupyterLab's news and update toasts, which would sit over the page.
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # Keep every cell in the page (a long lesson's windowed notebook drops the cells it has
+    # scrolled past, and Run All scrolls to the end).
+    tracker = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     token = secrets.token_hex(16)
     port = _free_port()
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
@@ -102,6 +99,30 @@ def lab(tmp_path):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
         log.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A headless JupyterLab serving a copy of the walkthrough; yields (base url, token)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    # A copy without stored outputs: a prompt number on the page then proves a cell ran.
+    nb = json.loads(NOTEBOOK.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    (root / NOTEBOOK.name).write_text(json.dumps(nb))
+    yield from _serve_lab(tmp_path, root)
+
+
+@pytest.fixture
+def stored_lab(tmp_path):
+    """A headless JupyterLab serving the lessons as stored (outputs and all)."""
+    root = tmp_path / "root"
+    (root / "notebooks").mkdir(parents=True)
+    for path in LESSONS:
+        shutil.copy(path, root / "notebooks" / path.name)
+    yield from _serve_lab(tmp_path, root)
 
 
 def _text(page, css: str) -> str:
@@ -189,6 +210,43 @@ def test_walkthrough_in_jupyterlab(lab):
             page.screenshot(path=str(ARTIFACTS / "walkthrough-plots.png"))
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "walkthrough-failure.png"))
+            raise
+        finally:
+            browser.close()
+
+
+def test_lessons_opened_without_running_show_their_month(stored_lab):
+    """Opened without running, the walkthrough and the drill app show a still picture of their
+    opening state (not a widget placeholder), and folded answers stay folded."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no Chromium found (/usr/bin/chromium or `chromium` on PATH): "
+                    "apt-get install -y chromium")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright Python package is not installed")
+    base, token = stored_lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS,
+                                    timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            for name, needles in (("00_walkthrough", ("$27,170", "10 of 16", "One fleet month")),
+                                  ("05_drills", ("Drill 2 (lottery seed", "Q5."))):
+                page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?reset&token={token}",
+                          wait_until="domcontentloaded")
+                shown = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+                page.wait_for_selector(shown, timeout=90_000)
+                for needle in needles:
+                    page.wait_for_function(
+                        "([css, n]) => document.querySelector(css).innerText.includes(n)",
+                        arg=[shown, needle], timeout=90_000)
+                text = page.locator(shown).first.inner_text()
+                assert "VBox(children" not in text and "Error displaying widget" not in text
+                page.screenshot(path=str(ARTIFACTS / f"{name}-unrun.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "unrun-failure.png"))
             raise
         finally:
             browser.close()

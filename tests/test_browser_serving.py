@@ -135,7 +135,7 @@ def voila(tmp_path):
     writes); yields its url."""
     port = _free_port()
     log = open(tmp_path / "voila.log", "w")  # noqa: SIM115 - closed in the finally below
-    proc = subprocess.Popen(serve.voila_command(port, serve.write_design_page(tmp_path)),
+    proc = subprocess.Popen(serve.voila_command(port, serve.write_page(tmp_path, "design")),
                             stdout=log, stderr=subprocess.STDOUT, env=_env(tmp_path),
                             start_new_session=True)
     proc.port = port

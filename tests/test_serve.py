@@ -1,19 +1,28 @@
-"""``schedatrix serve``: the parser, the command line it builds, and a real Voila start."""
+"""``schedatrix serve``: the page notebook, the command line it builds, and a real Voila start
+(with, where Chromium is found, the page driven in a browser: a knob turns, the figures follow).
+"""
 
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from schedatrix.course import serve
 from schedatrix.errors import InputError
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
 
 
 def _parser():
@@ -29,21 +38,26 @@ def test_parser_defaults_and_func():
     assert _parser().parse_args(["serve", "--port", "9000", "--open"]).port == 9000
 
 
-def test_finds_the_walkthrough_in_the_clone():
-    path = serve.walkthrough_notebook()
-    assert path.name == "00_walkthrough.ipynb" and path.is_file()
+def test_the_page_holds_only_what_follows_the_knobs(tmp_path):
+    nb = json.loads(serve.write_page(tmp_path).read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    # One code cell: the app. No fixed printout or plot of the opening month.
+    assert len(code) == 1 and code[0]["source"].strip().endswith("walkthrough()")
+    assert "print(" not in code[0]["source"] and "plots." not in code[0]["source"]
+    assert nb["nbformat"] == 4 and nb["metadata"]["kernelspec"]["name"] == "python3"
 
 
-def test_command_line():
-    cmd = serve.voila_command(9001, serve.walkthrough_notebook())
-    assert cmd[:3] == [sys.executable, "-m", "voila"]
+def test_command_line(tmp_path):
+    page = serve.write_page(tmp_path)
+    cmd = serve.voila_command(9001, page)
+    assert cmd[:3] == [sys.executable, "-m", "voila"] and str(page) in cmd
     assert "--port=9001" in cmd and "--no-browser" in cmd
-    assert "--no-browser" not in serve.voila_command(9001, serve.walkthrough_notebook(), True)
+    assert "--no-browser" not in serve.voila_command(9001, page, True)
 
 
-def test_bad_port_names_itself():
+def test_bad_port_names_itself(tmp_path):
     with pytest.raises(InputError, match="port"):
-        serve.voila_command(0, serve.walkthrough_notebook())
+        serve.voila_command(0, serve.write_page(tmp_path))
 
 
 def test_missing_voila_is_one_clear_error(monkeypatch):
@@ -52,36 +66,73 @@ def test_missing_voila_is_one_clear_error(monkeypatch):
         serve.serve(argparse.Namespace(port=8866, open=False))
 
 
-def test_missing_notebook_is_one_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(serve, "__file__", str(tmp_path / "pkg" / "serve.py"))
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match="notebook not found"):
-        serve.walkthrough_notebook()
+def _chromium():
+    if os.path.exists("/usr/bin/chromium"):
+        return "/usr/bin/chromium"
+    return shutil.which("chromium")
+
+
+def _wait_text(page, css: str, needle: str, timeout_ms: int = 120_000) -> None:
+    page.wait_for_function(
+        "([css, needle]) => { const el = document.querySelector(css);"
+        " return el !== null && el.innerText.includes(needle); }",
+        arg=[css, needle], timeout=timeout_ms)
+
+
+def _drive(url: str) -> None:
+    """Open the page in headless Chromium, check the opening month, turn the shape knob."""
+    chromium = _chromium()
+    if chromium is None:
+        return
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1100})
+            page.goto(url, wait_until="domcontentloaded", timeout=120_000)
+            _wait_text(page, ".sx-bill", "$27,170")
+            _wait_text(page, ".sx-signature", "111")
+            page.screenshot(path=str(ARTIFACTS / "voila-opening.png"), full_page=True)
+            page.locator(".sx-knob-shape select").first.select_option("jumpy")
+            _wait_text(page, ".sx-bill", "$34,970")
+            _wait_text(page, ".sx-warm", "13 of 16")
+            page.wait_for_timeout(3_000)  # the month's plot arrives after the readout
+            page.screenshot(path=str(ARTIFACTS / "voila-jumpy.png"), full_page=True)
+            body = page.inner_text("body")
+            # Only what follows the knobs: no fixed printout of the opening month.
+            assert "tokens per dollar  5.803" not in body
+            assert "Mattered vs noise" in body  # the app's own section
+        finally:
+            browser.close()
 
 
 @pytest.mark.slow
-def test_voila_serves_the_page():
+def test_voila_serves_the_page(tmp_path):
     pytest.importorskip("voila")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)
-    proc = subprocess.Popen(serve.voila_command(port, serve.walkthrough_notebook()),
+    proc = subprocess.Popen(serve.voila_command(port, serve.write_page(tmp_path)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
+    url = f"http://127.0.0.1:{port}/"
     try:
         deadline, page = time.monotonic() + 120, ""
-        while time.monotonic() < deadline and "$27,170" not in page:
+        while time.monotonic() < deadline and "widget-view+json" not in page:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=60) as r:
+                with urllib.request.urlopen(url, timeout=60) as r:
                     page = r.read().decode()
             except OSError:
                 time.sleep(1)
-        # Voila ran the notebook: its printed readout and the app's widget view are there
-        # (the widgets themselves render in the browser: tests/test_browser.py drives those).
-        assert "$27,170" in page
-        assert "application/vnd.jupyter.widget-view+json" in page
+        assert "application/vnd.jupyter.widget-view+json" in page  # Voila ran the app cell
+        assert "the fleet-month walkthrough" in page
+        _drive(url)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
@@ -97,12 +148,12 @@ def test_page_flag():
 
 
 def test_design_page_is_intro_and_app(tmp_path):
-    nb = serve.design_page_notebook()
+    nb = serve.page_notebook("design")
     kinds = [c["cell_type"] for c in nb["cells"]]
     assert kinds == ["markdown", "code"]
     assert "which serving design" in nb["cells"][0]["source"]
     assert nb["cells"][1]["source"].endswith("design_page()")
-    path = serve.write_design_page(tmp_path)
+    path = serve.write_page(tmp_path, "design")
     assert path.parent == tmp_path and json.loads(path.read_text()) == nb
 
 
@@ -118,7 +169,7 @@ def test_serve_design_runs_voila_on_the_written_page(monkeypatch):
     monkeypatch.setattr(serve.subprocess, "call", fake_call)
     assert serve.serve(argparse.Namespace(page="design", port=9002, open=False)) == 0
     assert seen["cmd"][1:3] == ["-m", "voila"] and "--port=9002" in seen["cmd"]
-    assert seen["page"] == serve.design_page_notebook()
+    assert seen["page"] == serve.page_notebook("design")
 
 
 def test_unknown_page_is_one_clear_error():
@@ -134,7 +185,7 @@ def test_voila_serves_the_design_page(tmp_path):
         port = s.getsockname()[1]
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)
-    proc = subprocess.Popen(serve.voila_command(port, serve.write_design_page(tmp_path)),
+    proc = subprocess.Popen(serve.voila_command(port, serve.write_page(tmp_path, "design")),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
     try:

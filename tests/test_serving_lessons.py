@@ -340,3 +340,24 @@ def test_lessons_label_synthetic_results():
     says("07", "The library marks a replay at its own speed as real traffic. This particular "
                "file is the generated stand-in")
     assert conversation_hour().synthetic is False
+
+
+@pytest.mark.parametrize("lesson", ["07", "08", "09"])
+def test_every_serving_lesson_ends_with_a_summary_and_its_new_terms(lesson):
+    text = prose(lesson)
+    assert "## Summary" in text and "**New terms:**" in text
+    assert "(../docs/glossary.md)" in text and "(../docs/further-reading.md)" in text
+    assert len(re.findall(r"\*\*Predict first\.\*\*", text)) >= 2
+    glossary = (NOTEBOOKS.parent / "docs" / "glossary.md").read_text().lower()
+    terms = text.split("**New terms:**", 1)[1].split("([glossary]", 1)[0]
+    for term in (t.strip() for t in terms.split(",")):
+        assert term.lower() in glossary, f"{lesson}: '{term}' is not in docs/glossary.md"
+
+
+def test_the_serving_glossary_figures():
+    text = " ".join((NOTEBOOKS.parent / "docs" / "glossary.md").read_text().split())
+    assert "(the hour: 1.141, and 1.015 within its rate profile)" in text
+    assert (f"{twin().trace.cv:.3f}", f"{twin().local_cv:.3f}") == ("1.141", "1.015")
+    assert "(A100: about 153 FLOPs per byte)" in text and round(ridge_flops_per_byte(PERF)) == 153
+    assert "Llama 3.1 8B keeps 128 KiB a token, Llama 2 7B 512 KiB" in text
+    assert "(90% of memory - weights - 2 GB)" in text

@@ -4,6 +4,7 @@ import pytest
 
 import schedatrix as s
 from schedatrix.course.walkthrough import READOUTS, Walkthrough, next_seed, walkthrough
+from schedatrix.fleet.odds import mattered_vs_noise
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,12 @@ def test_mattered_vs_noise_behind_its_button(app):
     assert app.progress.value == app.progress.max == len(steps) + 1
     assert bytes(app.mattered_image.value).startswith(b"\x89PNG")
     assert app.mattered_image.layout.display == ""
-    assert "knob steps moved the mean bill" in app.mattered_note.value
+    note = app.text_of(app.mattered_note)
+    moved = sum(s.mattered for s in steps)
+    small = sum(s.real and not s.beats_luck for s in steps)
+    assert (f"{moved} moved the mean bill by more than that, {small} by a real amount"
+            in note)
+    assert steps == mattered_vs_noise(app.plan(), 50, 0)  # the library's answer, not a copy
     app.knobs["cards"].value = 17
     assert "moved since the last measurement" in app.mattered_note.value
 
@@ -142,3 +148,19 @@ def test_walkthrough_function_displays():
     w = walkthrough()
     bundle = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_a_notebook_opened_without_running_shows_the_opening_month():
+    """The still picture a page shows without a kernel: the opening state's readout, verdict
+    and plot, not a placeholder."""
+    app = walkthrough()
+    page = app._repr_mimebundle_()["text/html"]
+    for figure in ("<span>&#36;</span>27,170", "10 of 16", "95.7%", "<span>&#36;</span>3,877",
+                   "The month reads clean"):
+        assert figure in page
+    assert "$" not in page.split("<img")[0]  # JupyterLab's MathJax would read dollars as math
+    assert "<style" not in page  # an untrusted notebook's output loses its styles
+    assert "<img src='data:image/png;base64," in page
+    assert "16 flagship cards, 60,000 tok/s steady +10% headroom, day window" in page
+    assert "<td>signature</td><td><b>111</b></td>" in page
+    assert "The month reads clean" in app._repr_mimebundle_()["text/plain"]

@@ -1,15 +1,20 @@
 """Interview drills: drill number n is the same month and the same questions for everyone.
 
-``drill(n)`` draws a plan from a generator seeded by ``n`` (Python's ``random.Random`` seeded
-with a string, using only ``random()``, whose sequence Python keeps stable across versions
-and machines) and asks five questions about its month: the bill, the score of one card,
-the size of the run set, the signature, and the knob that repairs the failing check. About
-half the drills are built to be a famous incident (an idler, a noise evictor or a
-shortfall); the rest are random months with at most one failing check.
+``drill(n)`` draws everything from generators seeded by ``n`` (Python's ``random.Random``
+seeded with a string, using only ``random()``, whose sequence Python keeps stable across
+versions and machines). The month is one of four kinds, equally often: a clean month (111),
+a golden idler (101), a noise evictor (110) or a shortfall (011), so the answers about checks
+and incidents are balanced. Five questions are drawn, in a random order, from the bank of
+question kinds in :mod:`schedatrix.course.drill_bank` (the score, floor(share x N), the median
+test, wrong evictions, the run set, the idle bill, the bill, convergence, the failing check
+and its knob, reading a signature), never two where one gives away the other's answer: no
+prompt, fact or worked explanation of a drill prints another question's answer.
 
-``Drill.check(question_id, answer)`` grades a typed answer with a tolerance and returns
-``(ok, feedback)``; ``format_drill_set`` prints a set for an instructor, with or without
-its answer key.
+Each drill prints its number and its lottery seed; ``schedatrix month`` with the drill's
+knobs (the answer key prints the command) replays its month.
+
+``Drill.check(question_id, answer)`` grades a typed answer and returns ``(ok, feedback)``;
+``format_drill_set`` prints a set for an instructor, with or without its answer key.
 """
 
 from __future__ import annotations
@@ -18,77 +23,52 @@ import argparse
 import random
 import re
 from dataclasses import dataclass
+from itertools import combinations
 
 from ..errors import InputError
 from ..fleet.cards import CARD_CLASSES, card_class
-from ..fleet.checks import CHECK_NAMES, REPAIR_KNOBS
-from ..fleet.constants import CHURN_FEE_SHARE, CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
 from ..fleet.month import Month, simulate
 from ..fleet.plan import Plan
-from ..fleet.score import score
+from .drill_bank import KINDS, Question
 
-__all__ = ["Question", "Drill", "QUESTION_IDS", "KNOB_NAMES", "drill", "drill_set",
-           "format_drill_set", "add_drills_parser"]
+__all__ = ["Question", "Drill", "QUESTION_KINDS", "KNOB_NAMES", "MONTH_KINDS", "PER_DRILL",
+           "drill", "drill_set", "format_drill_set", "number_tokens", "leaks",
+           "add_drills_parser"]
 
-QUESTION_IDS = ("bill", "score", "run_set", "signature", "knob")
+#: The bank's question kinds, by id.
+QUESTION_KINDS = tuple(KINDS)
+#: Questions per drill.
+PER_DRILL = 5
+#: The month each drill is built on, by the signature it must show.
+MONTH_KINDS = {"clean": "111", "idler": "101", "evictor": "110", "shortfall": "011"}
 #: Answers accepted for each knob, by spelling.
 KNOB_NAMES = {
     "cards": "cards", "card count": "cards", "count": "cards", "card_count": "cards",
-    "number of cards": "cards",
+    "number of cards": "cards", "more cards": "cards", "fewer cards": "cards",
     "card_class": "card_class", "card class": "card_class", "class": "card_class",
-    "shape": "shape", "demand shape": "shape", "demand_shape": "shape",
+    "shape": "shape", "demand shape": "shape", "demand_shape": "shape", "steady": "shape",
     "window": "window", "score window": "window", "score_window": "window",
     "evict_share": "evict_share", "eviction share": "evict_share", "share": "evict_share",
-    "eviction_share": "evict_share", "evict share": "evict_share",
-    "none": "none", "nothing": "none", "no knob": "none", "-": "none",
+    "eviction_share": "evict_share", "evict share": "evict_share", "evict-share": "evict_share",
 }
-_KINDS = ("random", "random", "random", "idler", "evictor", "shortfall")
+_NONE_WORDS = ("none", "nothing", "no check", "clean", "no knob", "all pass")
+_CHECK_WORDS = {"capacity": "capacity", "convergence": "convergence", "converge": "convergence",
+                "evictions": "evictions", "eviction": "evictions"}
+_INCIDENT_WORDS = {"clean": "clean", "idler": "golden idler", "evictor": "noise evictor",
+                   "shortfall": "shortfall", "short": "shortfall"}
 _SEARCH = 400  # seeds tried for a month of the wanted kind
-
-
-@dataclass(frozen=True)
-class Question:
-    """One question: its prompt, its answer and how a typed answer is graded.
-
-    ``kind`` is ``money`` or ``number`` (within ``tolerance``), ``count`` (exact whole
-    number), ``signature`` (three digits) or ``knob`` (any of ``accepted``).
-    """
-
-    id: str
-    prompt: str
-    answer: object
-    kind: str
-    explanation: str
-    hint: str
-    tolerance: float = 0.0
-    accepted: frozenset[str] = frozenset()
-
-    @property
-    def answer_text(self) -> str:
-        if self.kind == "money":
-            return f"${self.answer:,.0f}"
-        if self.kind == "number":
-            return f"{self.answer:.3f}"
-        if self.kind == "knob":
-            return " or ".join(sorted(self.accepted))
-        return str(self.answer)
-
-
-def _parse_number(text) -> float | None:
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, (int, float)):
-        return float(text)
-    cleaned = re.sub(r"[\s$,_]|tok/s|cards?|dollars?", "", str(text).lower())
-    try:
-        return float(cleaned)
-    except ValueError:
-        return None
+#: How strongly each kind is drawn when it can still be: kinds that clash with many others
+#: (or that few months can pose) weigh more, so every kind is asked in a fair share of drills
+#: (tests/test_drills.py measures the shares).
+_DRAW_WEIGHT = {"score": 0.3, "evictions": 0.35, "median_test": 0.35, "wrong_evictions": 3.0,
+                "run_set": 4.0, "idle_bill": 1.5, "bill": 1.5, "convergence": 1.5,
+                "failing_check": 3.0, "signature_reading": 1.2}
 
 
 @dataclass(frozen=True)
 class Drill:
-    """Drill number ``number``: a month, the facts a learner is given, five questions."""
+    """Drill number ``number``: a month of one kind, the facts a learner is given, and five
+    questions drawn from the bank."""
 
     number: int
     kind: str
@@ -100,59 +80,184 @@ class Drill:
     def plan(self) -> Plan:
         return self.month.plan
 
+    @property
+    def seed(self) -> int:
+        """The month's lottery seed (with the knobs in the facts, it replays the month)."""
+        return self.plan.seed
+
+    @property
+    def header(self) -> str:
+        return f"Drill {self.number} (lottery seed {self.seed})"
+
+    @property
+    def replay(self) -> str:
+        """The command line that replays this drill's month."""
+        p = self.plan
+        return (f"schedatrix month --cards {p.cards} --card-class {p.card_class} --demand "
+                f"{p.demand_tok_s:.0f} --headroom {100 * p.headroom:g} --shape {p.shape} "
+                f"--window {p.window} --evict-share {100 * p.evict_share:g} --seed {p.seed}")
+
     def question(self, question_id: str) -> Question:
         for q in self.questions:
             if q.id == question_id:
                 return q
-        raise InputError(
-            f"question_id must be one of {', '.join(QUESTION_IDS)}, got {question_id!r}"
-        )
+        raise InputError(f"question_id must be one of this drill's "
+                         f"{', '.join(q.id for q in self.questions)}, got {question_id!r}")
 
     def check(self, question_id: str, answer) -> tuple[bool, str]:
-        """Grade a typed answer: ``(ok, feedback)``. The feedback never gives a wrong
-        answer's solution away, only which way to look."""
+        """Grade a typed answer: ``(ok, feedback)``. A wrong answer's feedback says which way
+        to look, never the answer."""
         q = self.question(question_id)
         if answer is None or str(answer).strip() == "":
             return False, "Type an answer first."
-        if q.kind in ("money", "number", "count"):
-            value = _parse_number(answer)
-            if value is None:
-                return False, f"{answer!r} is not a number: type digits, like 27170."
-            if q.kind == "count":
-                ok = value == q.answer
-            else:
-                ok = abs(value - q.answer) <= q.tolerance
-            if ok:
-                return True, f"Right! {q.explanation}"
-            way = "too high" if value > q.answer else "too low"
-            return False, f"Not quite: {way}. {q.hint}"
-        if q.kind == "signature":
-            digits = re.sub(r"[\s,\-/]", "", str(answer))
-            if not re.fullmatch(r"[01]{3}", digits):
-                return False, "A signature is three digits of 0 and 1, like 101."
-            if digits == q.answer:
-                return True, f"Right! {q.explanation}"
-            wrong = [CHECK_NAMES[i] for i in range(3) if digits[i] != q.answer[i]]
-            return False, f"Not quite: look again at the {' and '.join(wrong)} check. {q.hint}"
-        key = KNOB_NAMES.get(str(answer).strip().lower())
-        if key is None:
-            return False, ("Name a knob: cards, card_class, shape, window, evict_share, "
-                           "or none.")
-        if key in q.accepted:
+        ok, wrong_feedback = _GRADERS[q.grading](q, answer)
+        if ok:
             return True, f"Right! {q.explanation}"
-        return False, f"Not quite. {q.hint}"
+        return False, wrong_feedback
 
     def text(self, answers: bool = False) -> str:
-        """The drill as plain text (with its answers and explanations if asked)."""
-        lines = [f"Drill {self.number}", *[f"  {fact}" for fact in self.facts]]
+        """The drill as plain text (with its answers, explanations and replay if asked)."""
+        lines = [self.header, *[f"  {fact}" for fact in self.facts]]
         for i, q in enumerate(self.questions, start=1):
             lines.append(f"  Q{i} [{q.id}] {q.prompt}")
             if answers:
                 lines.append(f"      answer: {q.answer_text}. {q.explanation}")
+        if answers:
+            lines.append(f"  replay: {self.replay}")
         return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------- the plan
+# ---------------------------------------------------------------------------- grading
+
+
+def _parse_number(text) -> float | None:
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    cleaned = re.sub(r"[\s$,_%]|tok/s|cards?|dollars?", "", str(text).lower())
+    try:
+        return float(cleaned)
+    except ValueError:
+        return None
+
+
+def _way(value: float, answer: float, hint: str) -> str:
+    return f"Not quite: {'too high' if value > answer else 'too low'}. {hint}"
+
+
+def _grade_number(q: Question, answer) -> tuple[bool, str]:
+    value = _parse_number(answer)
+    if value is None:
+        return False, f"{answer!r} is not a number: type digits, like 27170."
+    if q.grading == "percent" and "%" not in str(answer) and value <= 3:
+        value *= 100  # typed as a fraction: 0.957 is 95.7%
+    if q.grading == "count":
+        ok = value == q.answer
+    else:
+        ok = abs(value - q.answer) <= q.tolerance
+    return ok, "" if ok else _way(value, q.answer, q.hint)
+
+
+def _grade_yesno(q: Question, answer) -> tuple[bool, str]:
+    word = str(answer).strip().lower()
+    if word in ("yes", "y", "wrong", "true"):
+        value = True
+    elif word in ("no", "n", "right", "false", "not wrong"):
+        value = False
+    else:
+        return False, "Answer yes or no."
+    return value == q.answer, f"Not quite. {q.hint}"
+
+
+def _words(text: str, table: dict[str, str]) -> set[str]:
+    text = " " + re.sub(r"[^a-z_ -]", " ", str(text).lower()) + " "
+    found = set()
+    for spelling in sorted(table, key=len, reverse=True):
+        pattern = r"(?<![a-z_])" + re.escape(spelling) + r"(?![a-z_])"
+        if re.search(pattern, text):
+            found.add(table[spelling])
+            text = re.sub(pattern, " ", text)
+    return found
+
+
+def _grade_check(q: Question, answer) -> tuple[bool, str]:
+    checks = _words(answer, _CHECK_WORDS)
+    knobs = _words(answer, KNOB_NAMES)
+    says_none = bool(_words(answer, {w: "none" for w in _NONE_WORDS}))
+    if q.answer == "none":
+        if says_none and not checks:
+            return True, ""
+        return False, f"Not quite: look at each figure against its cap again. {q.hint}"
+    if not checks:
+        if says_none:
+            return False, f"Not quite: one figure is past its cap. {q.hint}"
+        return False, ("Name the failing check (capacity, convergence or evictions) and a knob "
+                       "(cards, card_class, shape, window, evict_share), or none.")
+    if q.answer not in checks or len(checks) > 1:
+        return False, f"Not quite: look again at which figure is past its cap. {q.hint}"
+    if not knobs:
+        return False, ("The check is right; now name a knob that repairs it (cards, "
+                       "card_class, shape, window, evict_share).")
+    if knobs <= q.accepted:
+        return True, ""
+    return False, "The check is right, but that knob does not move it: which knob does?"
+
+
+def _grade_incident(q: Question, answer) -> tuple[bool, str]:
+    names = _words(answer, _INCIDENT_WORDS)
+    if not names:
+        return False, "Name one: clean, golden idler, noise evictor or shortfall."
+    if names == {q.answer}:
+        return True, ""
+    return False, f"Not quite. {q.hint}"
+
+
+_GRADERS = {"money": _grade_number, "number": _grade_number, "percent": _grade_number,
+            "count": _grade_number, "yesno": _grade_yesno, "check": _grade_check,
+            "incident": _grade_incident}
+
+
+# ---------------------------------------------------------------------------- leaks
+
+_NUMBER = re.compile(r"(\$?)(\d[\d,]*(?:\.\d+)?)(%?)")
+
+
+def number_tokens(text: str) -> set[tuple[str, float]]:
+    """Every number a text prints, with its unit: ``("$", 1170.0)``, ``("%", 20.0)`` or
+    ``("", 16.0)``."""
+    out = set()
+    for dollar, digits, percent in _NUMBER.findall(text):
+        value = float(digits.replace(",", "").rstrip("."))
+        out.add(("$" if dollar else "%" if percent else "", value))
+    return out
+
+
+def leaks(q: Question, text: str) -> bool:
+    """Whether ``text`` prints question ``q``'s answer (a number as the answer would be
+    written; a check, signature or incident by name). Yes/no answers cannot be printed."""
+    tokens = number_tokens(text)
+    lower = text.lower()
+    if q.grading == "count":
+        return ("", float(q.answer)) in tokens
+    if q.grading == "money":
+        dollars = float(round(q.answer))
+        return ("$", dollars) in tokens or ("", dollars) in tokens
+    if q.grading == "number":
+        return any(unit == "" and round(v, 3) == round(q.answer, 3) for unit, v in tokens)
+    if q.grading == "percent":
+        return ("%", round(q.answer, 1)) in tokens
+    if q.grading == "check":
+        if q.answer == "none":
+            return "every check passes" in lower or "111" in text
+        return f"{q.answer} check" in lower or f"{q.answer} fails" in lower
+    if q.grading == "incident":
+        return q.answer != "clean" and q.answer in lower or q.answer == "clean" and (
+            "clean month" in lower)
+    return False
+
+
+# ---------------------------------------------------------------------------- the month
 
 
 def _pick(r: random.Random, options):
@@ -163,21 +268,24 @@ def _plan_for(kind: str, r: random.Random, seed: int) -> Plan:
     if kind == "idler":
         cls = _pick(r, ("flagship", "b-stock"))
         cards = 20 + int(r.random() * 13)
-        return Plan(cards=cards, card_class=cls, demand_tok_s=_pick(r, (40_000.0, 50_000.0,
-                    60_000.0)), shape="jumpy", window=_pick(r, ("day", "week")),
-                    evict_share=_pick(r, (0.1, 0.2)), seed=seed)
+        # The golden idler asks 60,000 of 32 x 10,000 rated: about a fifth of the rating.
+        demand = round(cards * card_class(cls).rated_tok_s * _pick(r, (0.12, 0.15, 0.19)), -3)
+        return Plan(cards=cards, card_class=cls, demand_tok_s=demand, shape="jumpy",
+                    window=_pick(r, ("hour", "day", "week")),
+                    evict_share=_pick(r, (0.1, 0.2, 0.25)), seed=seed)
     if kind == "evictor":
         cls = _pick(r, ("bargain", "flagship", "b-stock"))
         cards = 20 + int(r.random() * 13)
         demand = round(cards * card_class(cls).rated_tok_s * 0.4, -3)
         return Plan(cards=cards, card_class=cls, demand_tok_s=demand, window="hour",
-                    evict_share=_pick(r, (0.3, 0.4)), seed=seed)
+                    shape=_pick(r, ("steady", "lazy")), evict_share=_pick(r, (0.3, 0.4)),
+                    seed=seed)
     if kind == "shortfall":
         cards = 12 + int(r.random() * 13)
         demand = round(cards * 4_500 * _pick(r, (0.75, 0.8, 0.9)), -3)
         return Plan(cards=cards, card_class="bargain", demand_tok_s=demand,
-                    window=_pick(r, ("day", "week")), evict_share=_pick(r, (0.1, 0.2)),
-                    seed=seed)
+                    shape=_pick(r, ("steady", "lazy")), window=_pick(r, ("day", "week")),
+                    evict_share=_pick(r, (0.1, 0.2)), seed=seed)
     cls = _pick(r, list(CARD_CLASSES))
     cards = 8 + int(r.random() * 17)
     demand = round(cards * card_class(cls).rated_tok_s * _pick(r, (0.35, 0.45, 0.5, 0.6)), -3)
@@ -188,22 +296,15 @@ def _plan_for(kind: str, r: random.Random, seed: int) -> Plan:
                 evict_share=_pick(r, (0.0, 0.1, 0.2, 0.25, 0.3)), seed=seed)
 
 
-_WANTED = {"idler": ("101",), "evictor": ("110",), "shortfall": ("011",),
-           "random": ("111", "011", "101", "110")}
-
-
 def _month_for(n: int) -> tuple[str, Month]:
     r = random.Random(f"schedatrix-drill-{n}")
-    kind = _pick(r, _KINDS)
+    kind = _pick(r, list(MONTH_KINDS))
     base = _plan_for(kind, r, int(r.random() * 1_000_000))
     for step in range(_SEARCH):
         month = simulate(base.with_knobs(seed=(base.seed + step) % 2**63))
-        if month.signature in _WANTED[kind]:
+        if month.signature == MONTH_KINDS[kind]:
             return kind, month
     return kind, month  # pragma: no cover - every kind is found well within the search
-
-
-# ---------------------------------------------------------------------------- the questions
 
 
 def _window_text(plan: Plan) -> str:
@@ -213,7 +314,7 @@ def _window_text(plan: Plan) -> str:
 def _facts(m: Month) -> tuple[str, ...]:
     p, cls = m.plan, m.card_class
     shape = {"steady": f"steady with {p.headroom:.0%} headroom", "lazy": "lazy",
-             "jumpy": "jumpy"}[p.shape]
+             "jumpy": "jumpy (every survivor stays warm for a burst)"}[p.shape]
     return (
         f"Pool: {p.cards} {cls.label} cards, {cls.rated_tok_s:,.0f} tok/s rated, "
         f"${cls.rent_per_month:,.0f} a month each.",
@@ -222,103 +323,55 @@ def _facts(m: Month) -> tuple[str, ...]:
     )
 
 
-def _questions(m: Month, r: random.Random) -> tuple[Question, ...]:
-    cls = m.card_class
-    rent = cls.rent_per_month
-    fee = CHURN_FEE_SHARE * rent
-    bill = Question(
-        "bill",
-        f"The run set keeps {m.warm} cards warm and the score evicted {m.evicted}. What is "
-        "the month's bill, in dollars?",
-        m.bill, "money",
-        f"{m.warm} x ${rent:,.0f} rent + {m.evicted} x ${fee:,.0f} churn fee (15% of a "
-        f"month's rent) = ${m.bill:,.0f}; skipped cards bill nothing.",
-        "Warm cards bill their rent in full; each evicted card bills 15% of a month's rent "
-        "once; skipped cards bill nothing.",
-        tolerance=1.0,
-    )
-    card = int(r.random() * m.cards)
-    true = float(round(m.pool.true_tok_s[card]))  # the rate as the question prints it
-    card_score = score(true, rent)
-    score_q = Question(
-        "score",
-        f"Card {card} truly serves {true:,.0f} tok/s. What is its score, in million tokens "
-        "per dollar (3 decimals)?",
-        card_score, "number",
-        f"{true:,.0f} x 2,628,000 s / ${rent:,.0f} / 1,000,000 = {card_score:.3f} "
-        f"(the sticker says {cls.sticker_score:.3f}).",
-        "Score = tok/s x 2,628,000 seconds in a month / rent / 1,000,000.",
-        tolerance=0.0006,  # 3 decimals, rounded either way
-    )
-    gone = set(m.pool.evicted)
-    survivors = sorted((i for i in range(m.cards) if i not in gone),
-                       key=lambda i: (-m.pool.measured_tok_s[i], i))
-    rates = ", ".join(f"{m.pool.measured_tok_s[i]:,.0f}" for i in survivors)
-    rule = {"steady": "average x (1 + headroom)", "lazy": "the average",
-            "jumpy": "every survivor, for the burst"}[m.plan.shape]
-    if m.plan.shape == "jumpy":
-        why = f"jumpy keeps every survivor warm: {len(survivors)} cards."
-    elif sum(m.pool.measured_tok_s[i] for i in survivors) < m.target_tok_s:
-        why = (f"even all {len(survivors)} survivors read short of {m.target_tok_s:,.0f} "
-               "tok/s, so every one runs.")
-    else:
-        why = (f"the first {m.warm} measured rates are the shortest prefix summing to at "
-               f"least {m.target_tok_s:,.0f} tok/s.")
-    run = Question(
-        "run_set",
-        f"After eviction the survivors read, best first: {rates} tok/s. The run set covers "
-        f"{rule}. How many cards run warm?",
-        m.warm, "count",
-        f"The target is {m.target_tok_s:,.0f} tok/s; {why}",
-        "Steady covers average x (1 + headroom), lazy the average, jumpy keeps every "
-        "survivor; add measured rates best first until the sum reaches the target.",
-    )
-    sig = m.signature
-    facts = (
-        f"delivers {m.delivered_tok_s:,.0f} of {m.demand_tok_s:,.0f} tok/s, the ideal "
-        f"operator would bill ${m.ideal_bill:,.0f} (set it against your bill from Q1), and "
-        f"{m.wrong_evictions} of {m.evicted} evictions threw out a card at or above the "
-        "median"
-    )
-    reads = (f"unmet {m.unmet_share:.1%} (cap {UNMET_CAP:.0%}), convergence "
-             f"{m.convergence:.1%} (floor {CONVERGENCE_FLOOR:.0%}), wrong evictions "
-             f"{m.wrong_share:.0%} (cap {WRONG_EVICTION_CAP:.0%})")
-    signature = Question(
-        "signature",
-        f"The month {facts}. What is its signature (capacity, convergence, evictions; "
-        "1 = passes)?",
-        sig, "signature",
-        f"{reads}: {sig}.",
-        f"Capacity: unmet at most {UNMET_CAP:.0%}; convergence: ideal / real bill at least "
-        f"{CONVERGENCE_FLOOR:.0%}; evictions: at most {WRONG_EVICTION_CAP:.0%} wrong.",
-    )
-    failing = [c for c, ok in m.checks.items() if not ok]
-    if failing:
-        accepted = REPAIR_KNOBS[failing[0]]
-        explanation = (f"the {failing[0]} check fails; "
-                       f"{' or '.join(sorted(accepted))} repairs it.")
-        hint = "Find the 0 in the signature: which knob moves that check?"
-    else:
-        accepted = frozenset({"none"})
-        explanation = "a clean month (111): no knob needs turning."
-        hint = "Every check passes: does any knob need turning?"
-    knob = Question(
-        "knob",
-        "Which knob repairs the failing check? (cards, card_class, shape, window, "
-        "evict_share, or none)",
-        sorted(accepted)[0], "knob", explanation[0].upper() + explanation[1:], hint,
-        accepted=frozenset(accepted),
-    )
-    return bill, score_q, run, signature, knob
+# ---------------------------------------------------------------------------- the questions
+
+
+def _questions(m: Month, facts: tuple[str, ...], r: random.Random) -> tuple[Question, ...]:
+    """Five questions from the bank, in a random order: kinds are drawn one at a time, by
+    their draw weights, among the kinds that can still end in a clash-free set of five this
+    month can pose and whose texts print none of the others' answers (the largest such set
+    there is, should no set of five fit)."""
+    posed = {k: kind.pose(m, r) for k, kind in KINDS.items()}
+    text = {k: "\n".join([*facts, q.prompt, q.explanation]) for k, q in posed.items() if q}
+
+    usable = [k for k in KINDS if posed[k] is not None]
+    pairs = {(a, b) for a, b in combinations(usable, 2)
+             if not (KINDS[a].clashes(KINDS[b]) or leaks(posed[a], text[b])
+                     or leaks(posed[b], text[a]))}
+
+    def fits(a: str, b: str) -> bool:
+        return (a, b) in pairs
+
+    size = PER_DRILL
+    while True:
+        sets = [ids for ids in combinations(usable, size)
+                if all(fits(a, b) for a, b in combinations(ids, 2))]
+        if sets or size == 1:
+            break
+        size -= 1  # pragma: no cover - the bank always has a set of five for a month
+    chosen: list[str] = []
+    while len(chosen) < size:
+        open_sets = [ids for ids in sets if set(chosen) <= set(ids)]
+        nexts = sorted({k for ids in open_sets for k in ids} - set(chosen),
+                       key=list(KINDS).index)
+        pick = r.random() * sum(_DRAW_WEIGHT[k] for k in nexts)
+        for k in nexts:
+            pick -= _DRAW_WEIGHT[k]
+            if pick < 0 or k == nexts[-1]:
+                chosen.append(k)
+                break
+    r.shuffle(chosen)  # the order asked is not the order drawn
+    return tuple(posed[k] for k in chosen)
 
 
 def drill(n: int) -> Drill:
-    """Drill number ``n`` (a whole number >= 0): the same month and questions everywhere."""
+    """Drill number ``n`` (a whole number from 0 to 999,999,999): the same everywhere."""
     if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10**9):
         raise InputError(f"n must be a whole number from 0 to 999,999,999, got {n!r}")
     kind, month = _month_for(n)
+    facts = _facts(month)
     r = random.Random(f"schedatrix-drill-{n}-questions")
-    return Drill(n, kind, month, _facts(month), _questions(month, r))
+    return Drill(n, kind, month, facts, _questions(month, facts, r))
 
 
 def drill_set(first: int = 1, count: int = 5) -> list[Drill]:
@@ -350,11 +403,13 @@ def add_drills_parser(subparsers) -> argparse.ArgumentParser:
         "drills",
         help="print a set of interview drills (same numbers, same drills, everywhere)",
         description="Print drills FIRST .. FIRST+COUNT-1: a month each and five questions "
-        "(bill, card score, run-set size, signature, repairing knob). --answers appends the "
-        "answer key.",
+        "drawn from a bank of ten kinds (score, evictions, median test, wrong evictions, run "
+        "set, idle bill, bill, convergence, failing check and knob, reading a signature). "
+        "--answers appends the answer key, with the command that replays each month.",
     )
     p.add_argument("--first", type=int, default=1, help="first drill number (default 1)")
     p.add_argument("--count", type=int, default=5, help="how many drills (default 5)")
     p.add_argument("--answers", action="store_true", help="append the answer key")
     p.set_defaults(func=_run)
     return p
+

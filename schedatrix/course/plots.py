@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from ..errors import InputError
 from ..fleet.explain import money
@@ -38,7 +39,9 @@ COLOURS = {
     "evicted": "#c8443b",
     "median": "#444444",
     "target": "#2f8f5b",
-    "noise": "#d9d9d9",
+    "noise": "#d9d9d9",  # one month's luck
+    "small": "#8fb3d9",  # a real shift smaller than one month's luck
+    "noise_step": "#ffffff",  # a shift the paired months cannot tell from zero
 }
 
 
@@ -88,8 +91,9 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
     """Every card of the pool: its true rate (bar) and what the window measured (dot).
 
     Cards are ordered by measured rate, best first, the order the autoscaler sees them. Bars
-    are coloured warm (in the run set), skipped (survived, never billed) or evicted; the
-    dashed line is the pool's median true rate, which decides whether an eviction was wrong.
+    are coloured warm (in the run set), skipped (survived, never billed) or evicted, a wrong
+    eviction hatched; the dashed line is the pool's median true rate, which decides whether
+    an eviction was wrong.
     """
     ax = _axes(ax, (7.0, 3.0))
     pool = month.pool
@@ -108,12 +112,13 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
         else:
             colours.append(COLOURS["skipped"])
     x = np.arange(n)
-    ax.bar(x, true[order], color=colours, width=0.8)
+    bars = ax.bar(x, true[order], color=colours, width=0.8)
     ax.scatter(x, measured[order], color="black", s=12, zorder=3)
-    for pos, i in enumerate(order):
+    # A wrong eviction is hatched (labels would pile up when they sit side by side).
+    for bar, i in zip(bars, order, strict=True):
         if i in evicted and true[i] >= median:
-            ax.annotate("wrong", (pos, true[i]), textcoords="offset points", xytext=(0, 4),
-                        ha="center", fontsize=7, color=COLOURS["evicted"])
+            bar.set_hatch("////")
+            bar.set_edgecolor("white")
     ax.axhline(median, color=COLOURS["median"], linestyle="--", linewidth=1)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(0, max(true.max(), measured.max()) * 1.15)
@@ -134,43 +139,70 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
         Patch(color=COLOURS["warm"], label="warm (true rate)"),
         Patch(color=COLOURS["skipped"], label="skipped"),
         Patch(color=COLOURS["evicted"], label="evicted"),
+        Patch(facecolor=COLOURS["evicted"], edgecolor="white", hatch="////",
+              label="wrong eviction"),
         Line2D([], [], color="black", marker="o", linestyle="", markersize=4,
                label="measured"),
         Line2D([], [], color=COLOURS["median"], linestyle="--",
                label=f"median true {median:,.0f}"),
     ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=5,
-              fontsize=7, frameon=False)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=6,
+              fontsize=7, frameon=False, handlelength=1.5, columnspacing=1.0)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 
 
-def mattered_vs_noise(steps: Sequence, ax: Axes | None = None) -> Axes:
-    """One bar per knob step: how far it moved the mean bill, against the lottery's noise.
+def _abs_interval(interval: tuple[float, float]) -> tuple[float, float]:
+    """The interval of |x| for x in ``interval``."""
+    low, high = interval
+    if low <= 0 <= high:
+        return 0.0, max(-low, high)
+    return min(abs(low), abs(high)), max(abs(low), abs(high))
 
-    ``steps`` is what :func:`schedatrix.fleet.odds.mattered_vs_noise` returns. Bars are |shift| in
-    dollars (darker when the shift beats the noise); the grey band is one standard deviation
-    of the bill over the lottery with no knob turned.
+
+def mattered_vs_noise(steps: Sequence, ax: Axes | None = None) -> Axes:
+    """One bar per knob step: how far it moved the mean bill, against one month's luck.
+
+    ``steps`` is what :func:`schedatrix.fleet.odds.mattered_vs_noise` returns. Bars are
+    |shift| in dollars with the 95% interval of the paired differences as a whisker: dark
+    when the step mattered (real and larger than one month's luck), mid when it is real but
+    smaller than one month's luck, pale when the paired months cannot tell it from zero.
+    The grey band is one month's luck: the standard deviation of the unchanged plan's bill.
     """
     if len(steps) == 0:
         raise InputError("steps must hold at least one knob step, got an empty sequence")
-    ax = _axes(ax, (6.0, 0.32 * len(steps) + 1.0))
+    ax = _axes(ax, (6.0, 0.32 * len(steps) + 1.2))
     labels = [f"{s.knob}: {s.step}" for s in steps]
     shifts = np.array([s.shift for s in steps])
     noise = steps[0].noise
     y = np.arange(len(steps))[::-1]
-    colours = [COLOURS["moving"] if s.mattered else COLOURS["skipped"] for s in steps]
-    ax.axvspan(0, noise, color=COLOURS["noise"], zorder=0, label=f"noise {money(noise)}")
-    ax.barh(y, np.abs(shifts), color=colours, zorder=2)
+    colour = {"mattered": COLOURS["moving"], "noise": COLOURS["noise_step"]}
+    colours = [colour.get(s.label, COLOURS["small"]) for s in steps]
+    ax.axvspan(0, noise, color=COLOURS["noise"], zorder=0)
+    ax.barh(y, np.abs(shifts), color=colours, edgecolor="#8c8c8c", linewidth=0.6, zorder=2)
+    # The whisker: the paired 95% interval of |shift| (clipped at zero).
+    whiskers = [_abs_interval(s.interval) for s in steps]
+    for yy, (low, high) in zip(y, whiskers, strict=True):
+        ax.plot([low, high], [yy, yy], color="black", linewidth=1, zorder=3)
+    top = max(np.abs(shifts).max(), noise, max(high for _, high in whiskers))
     for yy, shift in zip(y, shifts, strict=True):
         sign = "+" if shift >= 0 else "-"
-        ax.text(abs(shift), yy, f" {sign}{money(abs(shift))}", va="center", fontsize=7)
+        ax.text(abs(shift) + 0.01 * top, yy, f" {sign}{money(abs(shift))}", va="center",
+                fontsize=7, zorder=4)
     ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlim(0, max(np.abs(shifts).max(), noise) * 1.3)
+    ax.set_xlim(0, top * 1.3)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.xaxis.set_major_formatter(lambda x, _pos: money(x))
-    ax.set_xlabel("|change of the mean bill|", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel("|change of the mean bill| (paired months)", fontsize=8)
     ax.set_title("Mattered vs noise: one step of each knob", fontsize=10, loc="left")
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    handles = [
+        Patch(color=COLOURS["moving"], label="mattered"),
+        Patch(color=COLOURS["small"], label="real, smaller than one month's luck"),
+        Patch(facecolor=COLOURS["noise_step"], edgecolor="#8c8c8c", label="noise"),
+        Patch(color=COLOURS["noise"], label=f"one month's luck {money(noise)}"),
+    ]
+    ax.legend(handles=handles, loc="lower right", fontsize=7, frameon=True, framealpha=0.9)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 

@@ -1,12 +1,10 @@
 """``schedatrix serve``: a course page as a standalone page, with Voila.
 
-Two pages: ``walkthrough`` (the default), the fleet-month walkthrough, and ``design``, the
-serving design comparison. The walkthrough is a notebook in the source tree, so the command
-looks for ``notebooks/00_walkthrough.ipynb`` next to this package (a clone with an editable
-install: ``pip install -e .``) and, failing that, in the current directory. The design page is
-a two-cell notebook (its introduction and the app) written to a temporary folder when the
-command starts, so the installed package is enough. Voila runs the notebook in a fresh kernel
-and shows only its outputs.
+Two pages: ``walkthrough`` (the default), the live fleet-month walkthrough, and ``design``,
+the serving design comparison. Each is a two-cell notebook written to a temporary folder when
+the command starts: a line of introduction and the live app. Every figure on it follows the
+knobs; a lesson's fixed printouts and plots are not on it. Voila runs the notebook in a fresh
+kernel and shows only its outputs. No clone is needed: the installed package is enough.
 """
 
 from __future__ import annotations
@@ -21,31 +19,43 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["walkthrough_notebook", "design_page_notebook", "write_design_page", "PAGES",
-           "voila_command", "add_serve_parser", "serve"]
+__all__ = ["PAGE_NAME", "PAGES", "page_notebook", "write_page", "voila_command",
+           "add_serve_parser", "serve"]
 
-NOTEBOOK = Path("notebooks") / "00_walkthrough.ipynb"
-#: Page name -> what it is.
-PAGES = {"walkthrough": "the fleet-month walkthrough",
-         "design": "the serving design comparison"}
-DESIGN_PAGE_NAME = "serving-design.ipynb"
-
-
-def walkthrough_notebook() -> Path:
-    """Where the walkthrough notebook is: the source tree of this package, else the cwd."""
-    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
-        path = root / NOTEBOOK
-        if path.is_file():
-            return path
-    raise InputError(
-        f"notebook not found: {NOTEBOOK} (run from a clone of schedatrix with an editable "
-        "install, or from the folder holding notebooks/)"
-    )
+PAGE_NAME = "walkthrough.ipynb"
+_INTRO = (
+    "# schedatrix: the fleet-month walkthrough\n\n"
+    "Rent a pool of GPU cards for a month: turn a knob and every figure, lamp, sentence and "
+    "plot below follows. **Famous month** loads one of the course's incidents or its fix; "
+    "**New lottery draw** rents a fresh pool with the same knobs. The course itself (the "
+    "notebooks) explains each piece."
+)
+_APP = "from schedatrix.course.walkthrough import walkthrough\n\nwalkthrough()"
+_DESIGN_APP = "from schedatrix.course.design_app import design_page\n\ndesign_page()"
 
 
-def design_page_notebook() -> dict:
-    """The design page as a notebook (nbformat 4): its introduction and the app."""
-    from .design_app import PAGE_INTRO
+def _design_intro() -> str:
+    from .design_app import PAGE_INTRO  # the page's words live with its app
+
+    return PAGE_INTRO
+
+
+#: Page name -> (what it is, its notebook's file name, its introduction, its app cell).
+PAGES = {
+    "walkthrough": ("the walkthrough", PAGE_NAME, lambda: _INTRO, _APP),
+    "design": ("the serving design page", "serving-design.ipynb", _design_intro, _DESIGN_APP),
+}
+
+
+def _page(page: str) -> tuple:
+    if page not in PAGES:
+        raise InputError(f"--page {page!r}: allowed: {', '.join(PAGES)}")
+    return PAGES[page]
+
+
+def page_notebook(page: str = "walkthrough") -> dict:
+    """A page as a notebook (nbformat 4): the introduction and the app, nothing else."""
+    _what, _name, intro, app = _page(page)
 
     def cell(kind: str, source: str) -> dict:
         out = {"cell_type": kind, "id": kind, "metadata": {}, "source": source}
@@ -54,9 +64,7 @@ def design_page_notebook() -> dict:
         return out
 
     return {
-        "cells": [cell("markdown", PAGE_INTRO),
-                  cell("code", "from schedatrix.course.design_app import design_page\n\n"
-                               "design_page()")],
+        "cells": [cell("markdown", intro()), cell("code", app)],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                     "name": "python3"},
                      "language_info": {"name": "python"}},
@@ -65,10 +73,10 @@ def design_page_notebook() -> dict:
     }
 
 
-def write_design_page(folder: Path) -> Path:
-    """Write the design page notebook into ``folder``; return its path."""
-    path = Path(folder) / DESIGN_PAGE_NAME
-    path.write_text(json.dumps(design_page_notebook(), indent=1) + "\n")
+def write_page(folder: Path, page: str = "walkthrough") -> Path:
+    """Write a page's notebook into ``folder``; return its path."""
+    path = Path(folder) / _page(page)[1]
+    path.write_text(json.dumps(page_notebook(page), indent=1) + "\n")
     return path
 
 
@@ -83,37 +91,30 @@ def voila_command(port: int, notebook: Path, open_browser: bool = False) -> list
     return cmd
 
 
-def _run(cmd: list[str], port: int, page: str) -> int:
-    print(f"serving {PAGES[page]} on http://127.0.0.1:{port}/ (Ctrl+C stops it)", flush=True)
-    try:
-        return subprocess.call(cmd)
-    except KeyboardInterrupt:
-        return 0
-
-
 def serve(args: argparse.Namespace) -> int:
     """Run Voila on the page until interrupted; the exit code is Voila's."""
     page = getattr(args, "page", "walkthrough")
-    if page not in PAGES:
-        raise InputError(f"--page {page!r}: allowed: {', '.join(PAGES)}")
+    what = _page(page)[0]
     if importlib.util.find_spec("voila") is None:
         raise InputError("voila is not installed: pip install 'schedatrix[course]' "
                          "(or pip install voila)")
-    if page == "design":
-        with tempfile.TemporaryDirectory(prefix="schedatrix-page-") as folder:
-            cmd = voila_command(args.port, write_design_page(Path(folder)), args.open)
-            return _run(cmd, args.port, page)
-    return _run(voila_command(args.port, walkthrough_notebook(), args.open), args.port, page)
+    with tempfile.TemporaryDirectory(prefix="schedatrix-page-") as folder:
+        cmd = voila_command(args.port, write_page(Path(folder), page), args.open)
+        print(f"serving {what} on http://127.0.0.1:{args.port}/ (Ctrl+C stops it)",
+              flush=True)
+        try:
+            return subprocess.call(cmd)
+        except KeyboardInterrupt:
+            return 0
 
 
 def add_serve_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``serve [--page NAME] [--port N] [--open]`` to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "serve", help="serve a course page standalone (Voila): the walkthrough or the "
+        "serve", help="serve a course page standalone (Voila): the walkthrough, or the "
         "serving design page",
-        description="Serve a course page standalone with Voila: the fleet-month walkthrough "
-        "(notebooks/00_walkthrough.ipynb) or, with --page design, the serving design "
-        "comparison.",
+        description="Serve a live course page standalone with Voila: the walkthrough (knobs, "
+        "readouts, plots) or, with --page design, the serving design comparison.",
     )
     p.add_argument("--page", choices=list(PAGES), default="walkthrough",
                    help="which page (default walkthrough)")

@@ -10,25 +10,25 @@ them on the page.
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import re
 
 import ipywidgets as widgets
-import numpy as np
 from matplotlib.figure import Figure
 
 from ..fleet.cards import CARD_CLASSES
 from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP, WRONG_EVICTION_CAP
-from ..fleet.engine import simulate_many
 from ..fleet.explain import money, pct, rate
 from ..fleet.month import Month, simulate
-from ..fleet.odds import KnobStep, knob_steps
+from ..fleet.odds import KnobStep, knob_steps, mattered_vs_noise
 from ..fleet.plan import Plan
 from ..fleet.presets import PRESETS
 from ..fleet.run_set import SHAPES
 from ..fleet.window import NAMED_WINDOWS
 from . import plots
+from .live import page_text
 
 __all__ = ["Walkthrough", "walkthrough", "READOUTS", "next_seed"]
 
@@ -187,14 +187,16 @@ class Walkthrough:
             widgets.HTML("<b>The score</b>"), self.knobs["window"], self.knobs["evict"],
             widgets.HBox([self.knobs["seed"], self.new_draw]),
             widgets.HTML("<b>Famous months</b>"), self.preset, self.story,
-        ], layout=widgets.Layout(width="400px"))
+        ], layout=widgets.Layout(width="400px", min_width="400px"))
         grid = widgets.GridBox(
             [r[k] for k in ("bill", "warm", "delivered", "unmet", "idle", "churn", "score",
                             "convergence")],
             layout=widgets.Layout(grid_template_columns="repeat(2, 210px)"),
         )
-        readout = widgets.VBox([grid, r["lamps"], r["signature"]])
-        top = widgets.HBox([knobs, readout])
+        readout = widgets.VBox([grid, r["lamps"], r["signature"]],
+                               layout=widgets.Layout(width="440px"))
+        # A narrow notebook puts the readout under the knobs instead of squeezing the knobs.
+        top = widgets.HBox([knobs, readout], layout=widgets.Layout(flex_flow="row wrap"))
         mattered = widgets.VBox([
             widgets.HTML("<b>Mattered vs noise</b>: which knobs move the bill more than the "
                          "lottery does on its own?"),
@@ -318,30 +320,32 @@ class Walkthrough:
         self.month_image.value = _png(self._fig)
 
     def measure_mattered(self, months: int = _MATTERED_MONTHS) -> list[KnobStep]:
-        """One step of each knob over ``months`` lottery draws (same draws for every step),
-        with the progress bar moving step by step; then the mattered-vs-noise plot."""
+        """One step of each knob over ``months`` lottery draws, each month paired with the
+        unchanged plan's month on the same draw, with the progress bar moving step by step;
+        then the mattered-vs-noise plot."""
         plan = self.plan()
-        steps = knob_steps(plan)
-        self.progress.max = len(steps) + 1
+        self.progress.max = len(knob_steps(plan)) + 1
         self.progress.value = 0
-        base = simulate_many(plan, months, 0).bill
-        noise = float(np.std(base))
-        self.progress.value = 1
-        out = []
-        for knob, step, stepped in steps:
-            shift = float(np.mean(simulate_many(stepped, months, 0).bill - base))
-            out.append(KnobStep(knob=knob, step=step, plan=stepped, shift=shift, noise=noise))
-            self.progress.value += 1
+
+        def advance(n: int) -> None:
+            self.progress.value += n
+
+        out = mattered_vs_noise(plan, months, 0, progress=advance)
         self.steps = out
-        moved = [s for s in out if s.mattered]
-        self.mattered_note.value = (
-            f"Over {months} lottery draws the bill's spread is {money(noise)}; "
-            f"{len(moved)} of {len(out)} knob steps moved the mean bill by more than that.")
+        moved = sum(s.mattered for s in out)
+        small = sum(s.real and not s.beats_luck for s in out)
+        noise = len(out) - moved - small
+        self.mattered_note.value = html.escape(
+            f"Over {months} lottery draws one month's luck moves the bill by "
+            f"{money(out[0].noise)} (its standard deviation). Of {len(out)} knob steps, "
+            f"{moved} moved the mean bill by more than that, {small} by a real amount "
+            f"smaller than one month's luck, and {noise} by nothing the paired months tell "
+            "apart from zero.")
         if self.plots_on:
             fig = Figure(figsize=(6.5, 0.32 * len(out) + 1.2))
             ax = fig.subplots()
             plots.mattered_vs_noise(out, ax)
-            fig.subplots_adjust(left=0.36, right=0.95, top=0.9, bottom=0.18)
+            fig.subplots_adjust(left=0.36, right=0.95, top=0.9, bottom=0.2)
             self.mattered_image.value = _png(fig)
             self.mattered_image.layout.display = ""
         return out
@@ -349,14 +353,59 @@ class Walkthrough:
     # ----- reading the readout (tests, benchmark) -----------------------------------------
     def text(self, name: str) -> str:
         """A readout's text without its HTML tags."""
-        return " ".join(html.unescape(_TAG.sub(" ", self.readouts[name].value)).split())
+        return self.text_of(self.readouts[name])
+
+    @staticmethod
+    def text_of(widget: widgets.HTML) -> str:
+        """An HTML widget's text without its tags."""
+        return " ".join(html.unescape(_TAG.sub(" ", widget.value)).split())
+
+    def static_html(self) -> str:
+        """The app's current month as plain HTML: the knobs' settings, every readout, the
+        checks, the verdict, the sentences and the month's plot. A notebook opened without
+        running shows this in place of the live widgets (plain tags only: JupyterLab strips
+        the styles of an untrusted notebook's output)."""
+        p, m = self.plan(), self.month
+        knobs = (f"{p.cards} {p.card_class} cards, {rate(p.demand_tok_s)} tok/s {p.shape}"
+                 + (f" +{pct(p.headroom, 0)} headroom" if p.shape == "steady" else "")
+                 + f", {p.window} window, {pct(p.evict_share, 0)} evicted, lottery draw "
+                 f"{p.seed}")
+        rows = "".join(f"<tr><td>{page_text(label)}</td><td><b>{page_text(value)}</b></td></tr>"
+                       for label, value in self._still_rows(m))
+        items = "".join(f"<li>{page_text(s)}</li>" for s in m.sentences)
+        image = ""
+        if self.plots_on and self.month_image.value:
+            data = base64.b64encode(bytes(self.month_image.value)).decode()
+            image = f"<img src='data:image/png;base64,{data}' width='640'>"
+        return (f"<div><h3>One fleet month (a still picture)</h3><p><i>Run this cell (or Run "
+                f"All) to turn the knobs. Shown: {page_text(knobs)}.</i></p><table>{rows}"
+                f"</table><p><b>The month's verdict.</b> {page_text(m.verdict)}</p>"
+                f"<ul>{items}</ul>{image}</div>")
+
+    def _still_rows(self, m: Month) -> list[tuple[str, str]]:
+        lamp = {True: "passes", False: "FAILS"}
+        return [
+            ("the month's pool bill", money(m.bill)),
+            ("cards warm in the run set", f"{m.warm} of {m.cards}"),
+            ("tok/s delivered against demanded",
+             f"{rate(m.delivered_tok_s)} of {rate(m.demand_tok_s)}"),
+            (f"unmet demand, cap {pct(UNMET_CAP, 0)}", pct(m.unmet_share, 2)),
+            ("billed idle", money(m.idle_bill)),
+            (f"churn fees ({m.evicted} evicted)", money(m.churn_fees)),
+            ("million tokens per dollar",
+             f"{m.mtok_per_dollar:.3f} (ideal {m.ideal_mtok_per_dollar:.3f})"),
+            ("converged (ideal bill / bill)", pct(m.convergence)),
+            ("checks", ", ".join(f"{name} {lamp[ok]}" for name, ok in m.checks.items())),
+            ("signature", m.signature),
+        ]
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.ui._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict) and "text/plain" in bundle:
+        if isinstance(bundle, dict):
             # What a page without the live kernel shows instead of the widget tree.
-            bundle["text/plain"] = ("The fleet-month walkthrough: run this cell (or Run All) "
-                                    "to bring it to life.")
+            bundle["text/html"] = self.static_html()
+            bundle["text/plain"] = ("The fleet-month walkthrough (run this cell to bring it to "
+                                    "life): " + self.text("verdict"))
         return bundle
 
 

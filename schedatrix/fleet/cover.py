@@ -14,7 +14,10 @@ together falls short, every method runs every card (as the run set does) and say
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,6 +128,22 @@ def greedy_cover(rates_tok_s, rents, target_tok_s: float, by: str = "rate") -> C
     return _cover(f"greedy by {by}", chosen, rates, rent, target_tok_s)
 
 
+@contextmanager
+def _quiet_solver():
+    """Keep HiGHS's own prints off standard output: on some problems it writes a debug line
+    ("HighsMipSolverData::transformNewIntegerFeasibleSolution ...") straight to file
+    descriptor 1, past Python, into a notebook's output."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def cheapest_cover(rates_tok_s, rents, target_tok_s: float) -> Cover:
     """The exact minimum-rent set of cards whose rates sum to >= the target (``milp``).
 
@@ -134,13 +153,14 @@ def cheapest_cover(rates_tok_s, rents, target_tok_s: float) -> Cover:
     rates, rent = _arrays(rates_tok_s, rents, target_tok_s)
     if rates.sum() < target_tok_s:
         return _cover("cheapest (milp)", range(rates.size), rates, rent, target_tok_s)
-    result = milp(
-        c=rent,
-        constraints=LinearConstraint(rates.reshape(1, -1), lb=target_tok_s, ub=np.inf),
-        integrality=np.ones(rates.size),
-        bounds=Bounds(0, 1),
-        options={"mip_rel_gap": 0},
-    )
+    with _quiet_solver():
+        result = milp(
+            c=rent,
+            constraints=LinearConstraint(rates.reshape(1, -1), lb=target_tok_s, ub=np.inf),
+            integrality=np.ones(rates.size),
+            bounds=Bounds(0, 1),
+            options={"mip_rel_gap": 0},
+        )
     if result.x is None:  # pragma: no cover - HiGHS failing on a feasible 0/1 problem
         raise RuntimeError(f"milp found no cover: {result.message}")
     chosen = np.flatnonzero(np.round(result.x) > 0.5)

@@ -6,7 +6,9 @@ arguments give the same answer on every machine.
 
 from __future__ import annotations
 
+import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +26,8 @@ from .window import NAMED_WINDOWS
 __all__ = ["CheckOdds", "check_odds", "KnobStep", "knob_steps", "mattered_vs_noise"]
 
 CHECKS = ("capacity", "convergence", "evictions")
+_Z95 = 1.959963984540054  # two-sided 95% normal quantile
+_EXACT = 1e-6  # dollars: a shift this small is a rounding error, not an effect
 
 
 @dataclass(frozen=True)
@@ -139,9 +143,15 @@ def check_odds(plan: Plan, months: int = 2_000, seed: int = 0, confidence: float
 class KnobStep:
     """One step of one knob, and what it did to the bill over the same lottery draws.
 
-    ``shift`` is the mean change of the bill (dollars, paired on the same seeds); ``noise`` the
-    standard deviation of the unchanged plan's bill over the lottery; the step ``mattered``
-    when the shift is larger than the noise.
+    Every month of the stepped plan is paired with the month of the unchanged plan on the same
+    seed, so ``shift`` (dollars) is the mean of the paired differences and ``shift_sd`` their
+    standard deviation: a knob that adds exactly one churn fee to every month has a shift of
+    that fee and a spread of zero. ``noise`` is the standard deviation of the unchanged plan's
+    bill over the lottery: how much one month's luck moves the bill.
+
+    Two questions, two answers: ``real`` says whether the paired months tell the shift apart
+    from zero (its 95% interval, ``interval``, leaves zero out); ``beats_luck`` whether the
+    shift is larger than one month's luck. A step ``mattered`` when both hold.
     """
 
     knob: str
@@ -149,14 +159,47 @@ class KnobStep:
     plan: Plan
     shift: float
     noise: float
+    shift_sd: float
+    months: int
 
     @property
-    def ratio(self) -> float:
-        return abs(self.shift) / self.noise if self.noise > 0 else float("inf") * (self.shift != 0)
+    def shift_se(self) -> float:
+        """Standard error of the mean shift (dollars)."""
+        return self.shift_sd / math.sqrt(self.months)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """A 95% interval for the mean shift (dollars), from the paired differences."""
+        half = _Z95 * self.shift_se
+        return self.shift - half, self.shift + half
+
+    @property
+    def real(self) -> bool:
+        """The paired months tell the shift apart from zero (its interval leaves zero out)."""
+        low, high = self.interval
+        return abs(self.shift) > _EXACT and (low > 0 or high < 0)
+
+    @property
+    def beats_luck(self) -> bool:
+        """The shift is larger than one month's luck (the bill's spread with no knob turned)."""
+        return abs(self.shift) > self.noise
 
     @property
     def mattered(self) -> bool:
-        return abs(self.shift) > self.noise
+        """Real and larger than one month's luck."""
+        return self.real and self.beats_luck
+
+    @property
+    def label(self) -> str:
+        """``mattered``, ``real, smaller than one month's luck`` or ``noise``."""
+        if self.mattered:
+            return "mattered"
+        return "real, smaller than one month's luck" if self.real else "noise"
+
+    @property
+    def ratio(self) -> float:
+        """|shift| / one month's luck."""
+        return abs(self.shift) / self.noise if self.noise > 0 else float("inf") * (self.shift != 0)
 
 
 def knob_steps(plan: Plan) -> list[tuple[str, str, Plan]]:
@@ -185,16 +228,25 @@ def knob_steps(plan: Plan) -> list[tuple[str, str, Plan]]:
     return steps
 
 
-def mattered_vs_noise(plan: Plan, months: int = 400, seed: int = 0) -> list[KnobStep]:
-    """For each knob, how far one step moves the mean bill against the lottery's own spread.
+def mattered_vs_noise(plan: Plan, months: int = 400, seed: int = 0,
+                      progress: Callable[[int], object] | None = None) -> list[KnobStep]:
+    """For each knob, how far one step moves the bill, month by month, against the lottery.
 
-    Every variant runs on the same ``months`` seeds as the plan itself (common random
-    numbers), so the shift is the knob's effect, not a different draw.
+    Every variant runs on the same ``months`` seeds (``seed, seed + 1, ...``) as the plan
+    itself (common random numbers), and each of its months is compared with the plan's month
+    on the same seed: the shift is the knob's effect, not a different draw. ``progress``, if
+    given, is called with 1 after the plan and after each step (a progress bar's update).
     """
+    months = whole_number("months", months, low=2)
     base = simulate_many(plan, months, seed).bill
     noise = float(np.std(base))
+    if progress is not None:
+        progress(1)
     out = []
     for knob, step, stepped in knob_steps(plan):
-        shift = float(np.mean(simulate_many(stepped, months, seed).bill - base))
-        out.append(KnobStep(knob=knob, step=step, plan=stepped, shift=shift, noise=noise))
+        diff = simulate_many(stepped, months, seed).bill - base
+        out.append(KnobStep(knob=knob, step=step, plan=stepped, shift=float(np.mean(diff)),
+                            noise=noise, shift_sd=float(np.std(diff, ddof=1)), months=months))
+        if progress is not None:
+            progress(1)
     return out
