@@ -169,43 +169,62 @@ class FastEngine(SchedulerBase):
 
     # -- one iteration or a stretch --------------------------------------------------------
     def step_start(self, t: float) -> None:
-        sim, cfg, cache, B = self.sim, self.sim.cfg, self.cache, self.B
+        """Start what comes next at t: a stretch of decode iterations when nothing can change
+        the batch before it ends, else one iteration (:meth:`step_exact` when short of KV)."""
+        sim, cache = self.sim, self.cache
         n = len(self.dec)
-        need_dec = self.mod[(-self.G) % B] if n else 0
-        budget = cfg.max_batched_tokens - n
-        chunks = []
-        need = need_dec
-        for key in self.prefilling:
-            i = key[2]
-            c = min(self.target[i] - sim.computed[i], budget)
-            if c <= 0:
-                chunks.append((i, 0, 0))
-                continue
-            blocks = -(-(sim.computed[i] + c) // B) - self.held(i)
-            chunks.append((i, c, blocks))
-            budget -= c
-            need += blocks
+        need_dec = self.mod[-self.G % self.B] if n else 0
+        budget = sim.cfg.max_batched_tokens - n
+        if self.prefilling:
+            chunks, need, budget = self.plan_chunks(budget, need_dec)
+        else:
+            chunks, need = (), need_dec
         available = cache.total_blocks - cache.used + cache.evictable
         if need > available:
             self.step_exact(t)
             return
-        if not self.prefilling and n and not self.link_down(t):
-            ends = self.done_top() - self.G + 1
-            horizon = self.blocks_horizon(available, ends)
-            if self.waiting and cache.hash_blocks and len(self.running) < cfg.max_batch:
-                # evicting cached prefixes can change what the queue's head needs: stretch
-                # only while the decoders' new blocks come from free room
-                horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
-            if horizon and not self.admissible(available - need_dec, budget):
-                self.start_stretch(t, n, horizon)
-                return
-        cache.allocate(need)
-        for i, _, blocks in chunks:
-            sim.own[i] += blocks
-        chunks = [(i, c) for i, c, _ in chunks if c > 0]
+        if n and not chunks and not (self.waiting and
+                                     self.admissible(available - need_dec, budget)):
+            if not (sim.link and self.link_down(t)):
+                horizon = self.blocks_horizon(available, self.done_top() - self.G + 1)
+                if self.waiting and cache.hash_blocks and len(self.running) < sim.cfg.max_batch:
+                    # evicting cached prefixes can change what the queue's head needs: stretch
+                    # only while the decoders' new blocks come from free room
+                    horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
+                if horizon:
+                    self.start_stretch(t, n, horizon)
+                    return
+        if need:
+            cache.allocate(need)
+        if chunks:
+            own = sim.own
+            for i, _, blocks in chunks:
+                own[i] += blocks
+            chunks = [(i, c) for i, c, _ in chunks if c > 0]
+        else:
+            chunks = []
         new_dec: list[int] = []
-        swap_in = self.admit(t, budget, chunks, new_dec)
+        swap_in = self.admit(t, budget, chunks, new_dec) if self.waiting and budget > 0 else 0
         self.launch(t, chunks, new_dec, swap_in)
+
+    def plan_chunks(self, budget: int, need: int) -> tuple[list, int, int]:
+        """The next chunk of every running request still prefilling, in (class, arrival)
+        order: ``[(i, tokens, new blocks)]``, the blocks needed in all (``need`` plus
+        theirs) and the budget left."""
+        sim, B = self.sim, self.B
+        computed, target = sim.computed, self.target
+        chunks = []
+        for key in self.prefilling:
+            i = key[2]
+            c = min(target[i] - computed[i], budget)
+            if c <= 0:
+                chunks.append((i, 0, 0))
+                continue
+            blocks = -(-(computed[i] + c) // B) - self.held(i)
+            chunks.append((i, c, blocks))
+            budget -= c
+            need += blocks
+        return chunks, need, budget
 
     def link_down(self, t: float) -> bool:
         """A link this replica's pipeline crosses is down (iterations wait: no stretches)."""
@@ -240,8 +259,11 @@ class FastEngine(SchedulerBase):
                 return None, 0, 0
             blocks = -(-(sim.computed[i] + tokens) // B)
             return tokens, blocks, blocks
-        hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
-        start = hits * cache.hash_block_tokens
+        if cache.hash_blocks:
+            hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
+            start = hits * cache.hash_block_tokens
+        else:
+            hits = unpinned = start = 0
         todo = target - start
         if sim.cfg.chunked_prefill:
             tokens = min(todo, budget)
@@ -263,7 +285,8 @@ class FastEngine(SchedulerBase):
             fits = len(self.running) < cfg.max_batch
             if fits:
                 tokens, blocks, room = self.first_chunk(i, budget)
-                fits = tokens is not None and room <= cache.available
+                fits = tokens is not None and \
+                    room <= cache.total_blocks - cache.used + cache.evictable
             if not fits:
                 if not self.priority or not self.running:
                     break
@@ -272,8 +295,7 @@ class FastEngine(SchedulerBase):
                     break
                 budget += self.unschedule(victim[2], t, chunks)
                 continue
-            self.pop_waiting()
-            key = (prio, arr, i)
+            key = self.pop_waiting()
             self.running[i] = key
             if sim.ready[i]:
                 sim.ready[i] = False
@@ -487,37 +509,18 @@ class FastEngine(SchedulerBase):
 
     # -- ends --------------------------------------------------------------------------------
     def step_end(self, t: float) -> None:
+        """The iteration or stretch in flight ends at t: tokens out, prompts and requests
+        done; then the next starts (at once when nothing else is due at t)."""
         sim = self.sim
-        plan = self.plan
-        if plan[0] == "stretch":
-            _, t0, k, a, b, s0, n, taken = plan
-            self.cache.allocate(self.need_over(k) - (self.need_over(taken) if taken else 0))
-            gaps = sim.gaps
-            gaps.first.append(a + b * s0)
-            gaps.step.append(b * n)
-            gaps.count.append(k)
-            gaps.weights.extend(self.cls_count)
-            self.G += k
-            sim.iterations += k
+        if self.plan[0] == "stretch":
+            self.end_stretch()
         else:
-            _, t0, chunks, new_dec = plan
-            d = t - t0
-            weights = list(self.cls_count)
-            for i in new_dec:
-                weights[sim.cls[i]] -= 1
-                sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
-            sim.gaps.add(d, 0.0, 1, weights)
-            self.G += 1
-            sim.iterations += 1
-            for i, c in chunks:
-                sim.computed[i] += c
-                if sim.computed[i] >= self.target[i]:
-                    self.prompt_done(i, t)
+            self.end_iteration(t)
         heap = self.done_heap
         if heap and heap[0][0] < self.G:
             self.finish_decoders(t)
-        used = self.cache.used - self.cache.evictable
-        if used != self.kv_noted:
+        cache = self.cache
+        if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
         self.plan = None
         self.version += 1
@@ -526,6 +529,33 @@ class FastEngine(SchedulerBase):
             self.step_start(t)     # nothing else happens at t: start the next one at once
         else:
             sim.push(t, START, self, self.version)
+
+    def end_stretch(self) -> None:
+        """A stretch ends: its KV blocks taken, its gaps recorded as one progression."""
+        _, t0, k, a, b, s0, n, taken = self.plan
+        blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
+        if blocks:
+            self.cache.allocate(blocks)
+        self.sim.gaps.add_run(a + b * s0, b * n, k, self.cls_count)
+        self.G += k
+        self.sim.iterations += k
+
+    def end_iteration(self, t: float) -> None:
+        """One iteration ends: every decoder's gap, prompts whose last chunk ran."""
+        sim = self.sim
+        _, t0, chunks, new_dec = self.plan
+        weights = list(self.cls_count)
+        for i in new_dec:
+            weights[sim.cls[i]] -= 1
+            sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
+        sim.gaps.add(t - t0, 0.0, 1, weights)
+        self.G += 1
+        sim.iterations += 1
+        computed, target = sim.computed, self.target
+        for i, c in chunks:
+            computed[i] += c
+            if computed[i] >= target[i]:
+                self.prompt_done(i, t)
 
     def prompt_done(self, i: int, t: float) -> None:
         sim = self.sim
@@ -602,16 +632,20 @@ def _sum_s(k: int, a: float, b: float, s0: float, n: int) -> float:
 
 
 def _first_boundary_at_or_after(dt: float, a: float, b: float, s0: float, n: int) -> int:
-    """The least k >= 1 with (sum of the first k iteration times) >= dt."""
+    """The least k >= 1 with (sum of the first k iteration times) >= dt (the sums computed
+    exactly as :func:`_sum_s` does, inline: this runs once an arrival)."""
     qa, qb = b * n / 2, a + b * s0 - b * n / 2
     if qa > 0:
         k = (-qb + math.sqrt(qb * qb + 4 * qa * dt)) / (2 * qa)
     else:
         k = dt / qb
     k = max(1, math.ceil(k))
-    while k > 1 and _sum_s(k - 1, a, b, s0, n) >= dt:
-        k -= 1
-    while _sum_s(k, a, b, s0, n) < dt:
+    while k > 1:
+        j = k - 1
+        if j * a + b * (j * s0 + n * j * (j - 1) / 2) < dt:
+            break
+        k = j
+    while k * a + b * (k * s0 + n * k * (k - 1) / 2) < dt:
         k += 1
     return k
 
