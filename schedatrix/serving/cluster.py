@@ -161,8 +161,8 @@ class Cluster:
         self.fault_log: list[dict] = []
         self.closed = requests.closed_loop
         self.next_closed = 0
-        self.arr_list = array("d")
-        self.nxt = 0
+        self.nxt = 0                     # the next open-loop arrival, and its time
+        self.next_arrival_s = float("inf")
 
     # -- events ------------------------------------------------------------------------------
     def push(self, t: float, kind: int, what, version: int = 0) -> None:
@@ -171,9 +171,7 @@ class Cluster:
 
     def quiet_until_after(self, t: float) -> bool:
         """True when no event is due at instant t (nothing must run before a start at t)."""
-        if self.nxt < len(self.arr_list) and self.arr_list[self.nxt] <= t:
-            return False
-        return not self.heap or self.heap[0][0] > t
+        return self.next_arrival_s > t and (not self.heap or self.heap[0][0] > t)
 
     def run(self) -> Run:
         if self.closed is None:
@@ -189,13 +187,15 @@ class Cluster:
         for f in self.faults:
             self.push(f.at_s, FAULT, ("start", f))
         heap, n_arr = self.heap, len(arr)
-        self.arr_list = arr
+        inf = float("inf")
+        self.next_arrival_s = arr[0] if n_arr else inf
         while heap or self.nxt < n_arr:
             nxt = self.nxt
             if nxt < n_arr and (not heap or arr[nxt] < heap[0][0] or
                                 (arr[nxt] == heap[0][0] and heap[0][1] >= ARRIVE)):
                 self.events += 1
                 self.nxt = nxt + 1
+                self.next_arrival_s = arr[nxt + 1] if nxt + 1 < n_arr else inf
                 self.arrive(nxt, arr[nxt])
                 continue
             t, kind, _, what, version = heapq.heappop(heap)

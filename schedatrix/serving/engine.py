@@ -186,7 +186,10 @@ class FastEngine(SchedulerBase):
         if n and not chunks and not (self.waiting and
                                      self.admissible(available - need_dec, budget)):
             if not (sim.link and self.link_down(t)):
-                horizon = self.blocks_horizon(available, self.done_top() - self.G + 1)
+                ends = self.done_top() - self.G + 1
+                # enough room for every decoder's blocks up to the first end (most often)
+                horizon = ends if n * (ends // self.B + 1) <= available else \
+                    self.blocks_horizon(available, ends)
                 if self.waiting and cache.hash_blocks and len(self.running) < sim.cfg.max_batch:
                     # evicting cached prefixes can change what the queue's head needs: stretch
                     # only while the decoders' new blocks come from free room
@@ -524,9 +527,10 @@ class FastEngine(SchedulerBase):
             self.note_kv(t)
         self.plan = None
         self.version += 1
-        if sim.quiet_until_after(t):
-            sim.events += 1
-            self.step_start(t)     # nothing else happens at t: start the next one at once
+        events = sim.heap
+        if sim.next_arrival_s > t and (not events or events[0][0] > t):
+            sim.events += 1        # nothing else is due at t (sim.quiet_until_after, inline):
+            self.step_start(t)     # start the next one at once
         else:
             sim.push(t, START, self, self.version)
 
@@ -536,9 +540,10 @@ class FastEngine(SchedulerBase):
         blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
         if blocks:
             self.cache.allocate(blocks)
-        self.sim.gaps.add_run(a + b * s0, b * n, k, self.cls_count)
+        sim = self.sim
+        sim.gaps.add_run(a + b * s0, b * n, k, self.cls_count)
         self.G += k
-        self.sim.iterations += k
+        sim.iterations += k
 
     def end_iteration(self, t: float) -> None:
         """One iteration ends: every decoder's gap, prompts whose last chunk ran."""

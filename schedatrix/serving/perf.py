@@ -119,7 +119,11 @@ class PerfModel:
         self._parts = lru_cache(maxsize=1 << 16)(self._parts_uncached)
         self._tok_table: list[float] = []
         self._seq_table: list[float] = []
-        self._attention_rates = prefill_attention_rates(self.eff, self.gpu)
+        # what prefill attention needs per chunk, kept (shard properties compute each time)
+        self._attention_terms = (self.shard.attention_flops_per_pair,
+                                 self.shard.kv_bytes_per_token,
+                                 *prefill_attention_rates(self.eff, self.gpu),
+                                 self.eff.roofline_blend)
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
@@ -133,7 +137,9 @@ class PerfModel:
         prefilling request; ``n_decode`` requests decode one token each, attending over
         ``decode_context_tokens`` tokens in all. An empty batch takes 0 s."""
         chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
-        tokens = sum(c[0] for c in chunks) + n_decode
+        tokens = n_decode
+        for c in chunks:
+            tokens += c[0]
         if tokens == 0:
             return 0.0
         seconds = self._token_s(tokens) + self._seq_s(len(chunks) + n_decode)
@@ -301,10 +307,7 @@ class PerfModel:
 
     def _prefill_attention_s(self, chunks: list) -> float:
         """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic)."""
-        sh = self.shard
-        flops_per_pair, kv_bytes_per_token = sh.attention_flops_per_pair, sh.kv_bytes_per_token
-        flop_rate, byte_rate = self._attention_rates
-        p = self.eff.roofline_blend
+        flops_per_pair, kv_bytes_per_token, flop_rate, byte_rate, p = self._attention_terms
         total = 0.0
         for new, cached in chunks:
             pairs = new * cached + new * (new + 1) // 2  # causal: token i sees cached + i keys
