@@ -118,6 +118,7 @@ class Cluster:
         self.gaps = GapRecord(self.n_classes)
         self.kv_t = array("d")           # KV use over time: (time, change in blocks in use)
         self.kv_delta = array("q")
+        self.kv_last_t = float("nan")    # the time of the last KV note (NaN: none yet)
         self.heap: list = []
         self.seq = 0
         self.events = 0

@@ -62,6 +62,7 @@ class FastEngine(SchedulerBase):
         self.G = 0                       # iterations this engine has run
         self.plan = None                 # the iteration or stretch in flight
         self.swap_out = 0                # tokens swapped out this iteration
+        self.head_chunk = None           # (i, budget, first_chunk) found by admissible()
 
     # -- what a router sees ----------------------------------------------------------------
     def unfinished(self) -> int:
@@ -186,7 +187,10 @@ class FastEngine(SchedulerBase):
         if n and not chunks and not (self.waiting and
                                      self.admissible(available - need_dec, budget)):
             if not (sim.link and self.link_down(t)):
-                ends = self.done_top() - self.G + 1
+                g_done, i, entry = self.done_heap[0]
+                if self.dec.get(i) is not entry:   # a stale entry on top
+                    g_done = self.done_top()
+                ends = g_done - self.G + 1
                 # enough room for every decoder's blocks up to the first end (most often)
                 horizon = ends if n * (ends // self.B + 1) <= available else \
                     self.blocks_horizon(available, ends)
@@ -239,8 +243,10 @@ class FastEngine(SchedulerBase):
             return False
         head = self.waiting[0]
         if len(self.running) < self.sim.cfg.max_batch:
-            tokens, _, room = self.first_chunk(head[2], budget)
-            if tokens is not None and room <= available:
+            first = self.first_chunk(head[2], budget)
+            if not self.cache.hash_blocks:   # no prefix lookups: admit may reuse it
+                self.head_chunk = (head[2], budget, first)
+            if first[0] is not None and first[2] <= available:
                 return True
         # a higher class would preempt a lower one to get in
         return self.priority and bool(self.running) and \
@@ -287,7 +293,11 @@ class FastEngine(SchedulerBase):
             prio, arr, i = self.waiting[0]
             fits = len(self.running) < cfg.max_batch
             if fits:
-                tokens, blocks, room = self.first_chunk(i, budget)
+                head = self.head_chunk
+                if head is not None and head[0] == i and head[1] == budget:
+                    tokens, blocks, room = head[2]    # as admissible() found it just now
+                else:
+                    tokens, blocks, room = self.first_chunk(i, budget)
                 fits = tokens is not None and \
                     room <= cache.total_blocks - cache.used + cache.evictable
             if not fits:
@@ -326,6 +336,7 @@ class FastEngine(SchedulerBase):
                 if sim.scheduled[i] != sim.scheduled[i]:   # NaN: first time
                     sim.scheduled[i] = t
             budget -= tokens
+        self.head_chunk = None
         return swap_in
 
     def prefilling_add(self, key) -> None:
@@ -541,7 +552,11 @@ class FastEngine(SchedulerBase):
         if blocks:
             self.cache.allocate(blocks)
         sim = self.sim
-        sim.gaps.add_run(a + b * s0, b * n, k, self.cls_count)
+        gaps = sim.gaps           # one run of the progression (GapRecord.add_run, in place)
+        gaps.first.append(a + b * s0)
+        gaps.step.append(b * n)
+        gaps.count.append(k)
+        gaps.weights.extend(self.cls_count)
         self.G += k
         sim.iterations += k
 
