@@ -115,6 +115,7 @@ class Cluster:
         self.swapped = bytearray(n)      # its KV is in host memory
         self.session = array("q", [-1]) * n
         self.reasons: dict = {}
+        self.has_hashes = requests.hash_offsets is not None
         self.gaps = GapRecord(self.n_classes)
         self.kv_t = array("d")           # KV use over time: (time, change in blocks in use)
         self.kv_delta = array("q")
@@ -187,19 +188,20 @@ class Cluster:
             self.next_closed = first
         for f in self.faults:
             self.push(f.at_s, FAULT, ("start", f))
-        heap, n_arr = self.heap, len(arr)
+        heap, n_arr, pop, arrive = self.heap, len(arr), heapq.heappop, self.arrive
         inf = float("inf")
         self.next_arrival_s = arr[0] if n_arr else inf
         while heap or self.nxt < n_arr:
             nxt = self.nxt
-            if nxt < n_arr and (not heap or arr[nxt] < heap[0][0] or
-                                (arr[nxt] == heap[0][0] and heap[0][1] >= ARRIVE)):
-                self.events += 1
-                self.nxt = nxt + 1
-                self.next_arrival_s = arr[nxt + 1] if nxt + 1 < n_arr else inf
-                self.arrive(nxt, arr[nxt])
-                continue
-            t, kind, _, what, version = heapq.heappop(heap)
+            if nxt < n_arr:
+                a = arr[nxt]
+                if not heap or a < heap[0][0] or (a == heap[0][0] and heap[0][1] >= ARRIVE):
+                    self.events += 1
+                    self.nxt = nxt + 1
+                    self.next_arrival_s = arr[nxt + 1] if nxt + 1 < n_arr else inf
+                    arrive(nxt, a)
+                    continue
+            t, kind, _, what, version = pop(heap)
             self.events += 1
             if kind == ARRIVE:
                 if type(what) is int:
@@ -263,7 +265,7 @@ class Cluster:
             return members[0].index
         rv = _RequestView()
         rv.prompt_tokens = self.inp[i]
-        rv.hashes = self.req.hashes(i)
+        rv.hashes = self.req.hashes(i) if self.has_hashes else None
         rv.session = self.session[i]
         return self.router.choose(rv, members, t)
 

@@ -146,26 +146,27 @@ class FastEngine(SchedulerBase):
 
     # -- decoders as aggregates -----------------------------------------------------------
     def dec_add(self, i: int) -> None:
-        sim = self.sim
-        c, gen = sim.computed[i], sim.generated[i]
-        entry = self.dec[i] = (self.G, c, gen)
-        self.dec_base += c - self.G
-        self.dec_left += sim.out[i] - gen + self.G
-        self.mod[(c - self.G) % self.B] += 1
-        heapq.heappush(self.done_heap, (self.G + sim.out[i] - gen - 1, i, entry))
+        sim, G = self.sim, self.G
+        c, gen, out = sim.computed[i], sim.generated[i], sim.out[i]
+        entry = self.dec[i] = (G, c, gen)
+        self.dec_base += c - G
+        self.dec_left += out - gen + G
+        self.mod[(c - G) % self.B] += 1
+        heapq.heappush(self.done_heap, (G + out - gen - 1, i, entry))
         self.cls_count[sim.cls[i]] += 1
 
     def dec_remove(self, i: int) -> None:
         """Take a decoder out of the aggregates, writing its current state back."""
         sim = self.sim
         g, c, gen = self.dec.pop(i)
-        sim.computed[i] = c + self.G - g
-        sim.generated[i] = gen + self.G - g
+        steps = self.G - g
+        computed = sim.computed[i] = c + steps
+        sim.generated[i] = gen + steps
         self.dec_base -= c - g
         self.dec_left -= sim.out[i] - gen + g
         self.mod[(c - g) % self.B] -= 1
         self.cls_count[sim.cls[i]] -= 1
-        sim.own[i] = -(-sim.computed[i] // self.B) - sim.pinned[i] * self.cache.hash_blocks
+        sim.own[i] = -(-computed // self.B) - sim.pinned[i] * self.cache.hash_blocks
         # its entry in done_heap is dropped lazily (see done_top)
 
     # -- one iteration or a stretch --------------------------------------------------------
@@ -464,7 +465,9 @@ class FastEngine(SchedulerBase):
         s0 = self.dec_base + n * (self.G + 1)
         self.plan = ["stretch", t, k, a, b, s0, n, 0]   # the last: iterations with blocks
         self.version += 1
-        sim.push(t + k * a + b * (k * s0 + n * k * (k - 1) / 2), END, self, self.version)
+        sim.seq += 1             # sim.push, inline
+        heapq.heappush(sim.heap, (t + k * a + b * (k * s0 + n * k * (k - 1) / 2), END, sim.seq,
+                                  self, self.version))
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
