@@ -317,7 +317,8 @@ class Cluster:
     def complete(self, i: int, t: float) -> None:
         self.status[i] = COMPLETED
         self.done[i] = t
-        self.after_end(i, t)
+        if self.closed is not None:
+            self.after_end(i, t)
 
     def after_end(self, i: int, t: float) -> None:
         if self.closed is not None and self.next_closed < self.n:

@@ -449,7 +449,9 @@ class FastEngine(SchedulerBase):
         self.plan = ("step", t, chunks, new_dec)
         self.version += 1
         sim.push(t + d, END, self, self.version)
-        self.note_kv(t)
+        cache = self.cache
+        if cache.used - cache.evictable != self.kv_noted:
+            self.note_kv(t)
 
     def start_stretch(self, t: float, n: int, horizon: int) -> None:
         """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
@@ -567,10 +569,12 @@ class FastEngine(SchedulerBase):
         """One iteration ends: every decoder's gap, prompts whose last chunk ran."""
         sim = self.sim
         _, t0, chunks, new_dec = self.plan
-        weights = list(self.cls_count)
-        for i in new_dec:
-            weights[sim.cls[i]] -= 1
-            sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
+        weights = self.cls_count
+        if new_dec:        # their gaps run from their last token (a KV move) instead
+            weights = list(weights)
+            for i in new_dec:
+                weights[sim.cls[i]] -= 1
+                sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
         sim.gaps.add(t - t0, 0.0, 1, weights)
         self.G += 1
         sim.iterations += 1

@@ -142,7 +142,10 @@ class PerfModel:
             tokens += c[0]
         if tokens == 0:
             return 0.0
-        seconds = self._token_s(tokens) + self._seq_s(len(chunks) + n_decode)
+        seqs = len(chunks) + n_decode
+        tok, seq = self._tok_table, self._seq_table   # _token_s, _seq_s inline when in range
+        seconds = ((tok[tokens] if tokens < len(tok) else self._token_s(tokens))
+                   + (seq[seqs] if seqs < len(seq) else self._seq_s(seqs)))
         if chunks:
             seconds += self._prefill_attention_s(chunks)
         return seconds + self._decode_per_token_s * decode_context_tokens
