@@ -448,7 +448,8 @@ class FastEngine(SchedulerBase):
             self.swap_out = 0
         self.plan = ("step", t, chunks, new_dec)
         self.version += 1
-        sim.push(t + d, END, self, self.version)
+        sim.seq += 1             # sim.push, inline
+        heapq.heappush(sim.heap, (t + d, END, sim.seq, self, self.version))
         cache = self.cache
         if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
