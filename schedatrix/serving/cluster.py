@@ -98,10 +98,11 @@ class Cluster:
         self.cls = requests.class_id.tolist()
         self.prio = [c.priority for c in requests.classes]
         self.n_classes = len(requests.classes)
-        self.arrival = _floats(n)
+        nan = float("nan")
+        self.arrival = [nan] * n         # read by every queue's ordering
         self.scheduled = _floats(n)
-        self.first_token = _floats(n)
-        self.last_token = _floats(n)     # when its latest token left (for the next gap)
+        self.first_token = [nan] * n     # read at every token by the reference
+        self.last_token = [nan] * n      # when its latest token left (for the next gap)
         self.done = _floats(n)
         self.status = array("b", bytes([UNFINISHED])) * n
         self.preemptions = _zeros(n)
@@ -515,9 +516,9 @@ class Cluster:
         run = Run(
             requests=self.req,
             status=np.frombuffer(self.status, dtype=np.int8),
-            arrival_s=np.frombuffer(self.arrival, dtype=float),
+            arrival_s=np.array(self.arrival, dtype=float),
             scheduled_s=np.frombuffer(self.scheduled, dtype=float),
-            first_token_s=np.frombuffer(self.first_token, dtype=float),
+            first_token_s=np.array(self.first_token, dtype=float),
             done_s=np.frombuffer(self.done, dtype=float),
             preemptions=np.frombuffer(self.preemptions, dtype=np.int64),
             replica=np.frombuffer(self.replica_of, dtype=np.int64),
