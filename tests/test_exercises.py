@@ -29,7 +29,9 @@ from schedatrix.errors import InputError
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
-NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months"]
+NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months", "05_month", "06_ideal",
+         "07_eviction_odds", "08_kv_capacity", "09_decode_step", "10_request_log",
+         "11_recovery", "12_router"]
 
 
 def _nbval_lax(*paths: Path, cwd: Path) -> subprocess.CompletedProcess:
