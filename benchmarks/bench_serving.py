@@ -7,8 +7,12 @@
    of the same, in a fresh process so its peak memory is its own (targets: under 60 s, 1 GB).
 3. The reference and the fast simulator on the same arrivals: time, iterations, events per
    second, the speed-up, and whether their figures agree.
+4. With --sweep (only this section): one grid (examples/serving-sweep.toml) in 1 process, in
+   N local processes and on a local Ray instance (its start-up timed apart), and whether the
+   three tables are identical.
 
     .venv/bin/python benchmarks/bench_serving.py [--requests 1000000] [--repeat 3]
+    .venv/bin/python benchmarks/bench_serving.py --sweep [--workers N] [--grid GRID.toml]
 
 Times are CPU seconds of this process (best of --repeat) and wall seconds; the machine may be
 shared, so the wall figure can be higher than the CPU one.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -119,14 +124,61 @@ def side_by_side(repeat: int) -> None:
     print(f"   speed-up {ref_wall / fast_wall:.1f}x; figures identical: {'yes' if same else 'NO'}")
 
 
+def sweep(grid_path: Path, workers: int) -> None:
+    from schedatrix.serving.grid import load_grid
+    from schedatrix.serving.sweep import ray_available, run_sweep
+    from schedatrix.serving.sweep_report import csv_text
+    grid = load_grid(grid_path)
+    print(f"4. Sweep {grid_path.name}: {grid.describe()} "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+
+    def timed(**kw):
+        w = time.perf_counter()
+        s = run_sweep(grid, **kw)
+        return s, time.perf_counter() - w
+
+    one, one_s = timed(workers=1)
+    print(f"   {'1 process:':24s}{one_s:6.1f} s  ({len(grid.tasks) / one_s:.1f} runs/s)")
+    many, many_s = timed(workers=workers)
+    label = f"{workers} local processes:"
+    print(f"   {label:24s}{many_s:6.1f} s  (speed-up {one_s / many_s:.2f}x)")
+    same = csv_text(many) == csv_text(one)
+    if not ray_available():
+        print("   local Ray: skipped (ray is not installed: pip install 'schedatrix[cluster]')")
+    else:
+        import ray
+
+        from schedatrix.serving.sweep import start_ray
+        w = time.perf_counter()
+        start_ray("local", workers)
+        start_s = time.perf_counter() - w
+        try:
+            on_ray, ray_s = timed(workers=workers, ray_address="local")
+        finally:
+            ray.shutdown()
+        same = same and csv_text(on_ray) == csv_text(one)
+        label = f"local Ray, {workers} CPUs:"
+        print(f"   {label:24s}{ray_s:6.1f} s  (speed-up {one_s / ray_s:.2f}x), "
+              f"plus {start_s:.1f} s to start Ray")
+    print(f"   tables identical: {'yes' if same else 'NO'}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=1_000_000)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--sweep", action="store_true", help="only the sweep section")
+    p.add_argument("--workers", type=int, default=None,
+                   help="processes / Ray CPUs for --sweep (default: the CPUs available)")
+    p.add_argument("--grid", type=Path, default=ROOT / "examples" / "serving-sweep.toml")
     args = p.parse_args()
     if args.child:
         million_child(args.child)
+        return
+    if args.sweep:
+        from schedatrix.serving.sweep import default_workers
+        sweep(args.grid, args.workers or default_workers())
         return
     azure_hour(args.repeat)
     side_by_side(args.repeat)

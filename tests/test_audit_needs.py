@@ -15,8 +15,9 @@ from schedatrix.audit.audit import Settings, audit_files, run_audit
 from schedatrix.audit.histogram import IntHistogram
 from schedatrix.audit.needs import autoscaled, replicas_needed, size_pool
 from schedatrix.audit.note import parse_note
+from schedatrix.audit.sparse import Counts, group
 from schedatrix.audit.synth import constant_rate_csv, write_rows
-from schedatrix.audit.tally import Grid, tally_traces
+from schedatrix.audit.tally import tally_traces
 
 NOTE_TEXT = """
 [fleet]
@@ -195,18 +196,32 @@ def test_histogram_cap_and_empty():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.integers(-10_000, 10_000), min_size=1, max_size=40), min_size=1,
-                max_size=6))
-def test_grid_counts_keys_in_any_order(batches):
-    g = Grid(width=2)
+                max_size=6), st.sampled_from([1, 1000, 10**12]), st.booleans())
+def test_sparse_counts_keys_in_any_order(batches, spread, sort):
+    # spread 10**12 takes the sorting path of group(), 1 and 1000 the dense one (or the sorted
+    # path when a batch is sorted); rows are numbered across batches, so a key's first row is
+    # its least number and its last row its greatest, as a Counts merge keeps them
+    c = Counts(2, 2)
+    flat, rows = [], []
     for b in batches:
-        keys = np.array(b)
-        g.add(keys, keys % 2)
-    flat = np.concatenate([np.array(b) for b in batches])
-    lo, hi = flat.min() - 3, flat.max() + 3
-    got = g.window(lo, hi)
-    for col in (0, 1):
-        want = np.bincount(flat[flat % 2 == col] - lo, minlength=hi - lo + 1)
-        assert got[:, col].tolist() == want.tolist()
+        keys = np.array(sorted(b) if sort else b, dtype=np.int64) * spread
+        row = np.arange(len(flat), len(flat) + len(keys))
+        c.add(*group(keys, [None, keys % 7], [row], [row]))
+        flat += keys.tolist()
+        rows += row.tolist()
+    flat, rows = np.array(flat), np.array(rows)
+    keys, values = c.items()
+    assert keys.tolist() == sorted(set(flat.tolist()))
+    for k, (n, s, first, neg_last) in zip(keys.tolist(), values.tolist(), strict=True):
+        mine = flat == k
+        assert (n, s) == (mine.sum(), int((flat[mine] % 7).sum()))
+        assert (first, -neg_last) == (rows[mine].min(), rows[mine].max())
+    other = Counts(2, 2)
+    other.merge(c)
+    other.merge(c)
+    assert (other.items()[0] == keys).all()
+    assert (other.items()[1][:, :2] == 2 * values[:, :2]).all()
+    assert (other.items()[1][:, 2:] == values[:, 2:]).all()
 
 
 def test_settings_refuse_bad_knobs():

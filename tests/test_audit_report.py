@@ -127,13 +127,16 @@ def test_latency_error_rate_and_replica_figures(tmp_path):
     assert checks["TTFT p50 < 300 ms"].met is False
     assert (small.latency[0].p50_s, small.latency[0].p95_s) == pytest.approx((0.5, 0.95))
     assert small.error_share == pytest.approx(0.02)
+    # ids that are not numbers are never copied out: #1, #2 in the sorted order of the ids
     rates = {r.replica: r for r in small.replica_rates}
-    assert rates["r0"].rps == pytest.approx(666 / 500) and rates["r1"].rps == pytest.approx(
+    assert rates["#1"].rps == pytest.approx(666 / 500) and rates["#2"].rps == pytest.approx(
         334 / 500)
-    assert rates["r0"].vs_mean == pytest.approx(666 / 500)   # mean per replica: 1 req/s
+    assert rates["#1"].vs_mean == pytest.approx(666 / 500)   # mean per replica: 1 req/s
+    assert any("numbered #1, #2" in x for x in a.notes)
     assert any("up to 25% off" in x and "no eviction call is safe" in x for x in a.notes)
     md = markdown(a)
-    assert "MISSED" in md and "| r0 |" in md and "Error share (status column): 2.0%" in md
+    assert "MISSED" in md and "| #1 |" in md and "Error share (status column): 2.0%" in md
+    assert "r0" not in md and "r0" not in json.dumps(to_json(a))
     # burstiness of an evenly spaced stream: 2 every second, no dispersion
     assert small.dispersion_1s == pytest.approx(0) and small.peak_to_average_1s == 1
 
@@ -213,11 +216,12 @@ def test_report_writes_into_a_fresh_directory(tmp_path):
     assert all(p.exists() for p in paths.values())
 
 
-def test_progress_sees_every_byte(tmp_path):
+def test_progress_sees_every_row(tmp_path):
     f = constant_rate_csv(tmp_path / "c.csv", {"small": 50.0, "large": 20.0}, seconds=3600)
+    g = constant_rate_csv(tmp_path / "d.csv", {"small": 1.0}, seconds=60)
     seen = []
-    tally_traces(load_note(EXAMPLE), [(f, None)], on_progress=seen.append)
-    assert len(seen) >= 2 and sum(seen) == f.stat().st_size   # one call per chunk
+    tally_traces(load_note(EXAMPLE), [(f, None), (g, None)], on_progress=seen.append)
+    assert seen == [252_000, 60]   # one call per chunk, with its rows
 
 
 def test_the_explorer_widgets_rerun_the_audit():

@@ -136,3 +136,68 @@ def test_voila_serves_the_page(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+# -- the serving design page -------------------------------------------------------------------
+
+def test_page_flag():
+    assert _parser().parse_args(["serve"]).page == "walkthrough"
+    assert _parser().parse_args(["serve", "--page", "design"]).page == "design"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--page", "nope"])
+
+
+def test_design_page_is_intro_and_app(tmp_path):
+    nb = serve.page_notebook("design")
+    kinds = [c["cell_type"] for c in nb["cells"]]
+    assert kinds == ["markdown", "code"]
+    assert "which serving design" in nb["cells"][0]["source"]
+    assert nb["cells"][1]["source"].endswith("design_page()")
+    path = serve.write_page(tmp_path, "design")
+    assert path.parent == tmp_path and json.loads(path.read_text()) == nb
+
+
+def test_serve_design_runs_voila_on_the_written_page(monkeypatch):
+    seen = {}
+
+    def fake_call(cmd):
+        seen["cmd"] = cmd
+        seen["page"] = json.loads(open(cmd[3]).read())  # the file exists while Voila runs
+        return 0
+
+    monkeypatch.setattr(serve.importlib.util, "find_spec", lambda _name: object())
+    monkeypatch.setattr(serve.subprocess, "call", fake_call)
+    assert serve.serve(argparse.Namespace(page="design", port=9002, open=False)) == 0
+    assert seen["cmd"][1:3] == ["-m", "voila"] and "--port=9002" in seen["cmd"]
+    assert seen["page"] == serve.page_notebook("design")
+
+
+def test_unknown_page_is_one_clear_error():
+    with pytest.raises(InputError, match="--page 'nope'"):
+        serve.serve(argparse.Namespace(page="nope", port=8866, open=False))
+
+
+@pytest.mark.slow
+def test_voila_serves_the_design_page(tmp_path):
+    pytest.importorskip("voila")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)
+    proc = subprocess.Popen(serve.voila_command(port, serve.write_page(tmp_path, "design")),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    try:
+        deadline, page = time.monotonic() + 120, ""
+        while time.monotonic() < deadline and "widget-view" not in page:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=60) as r:
+                    page = r.read().decode()
+            except OSError:
+                time.sleep(1)
+        assert "which serving design?" in page
+        assert "application/vnd.jupyter.widget-view+json" in page
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)

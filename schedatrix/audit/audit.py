@@ -9,16 +9,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, HOUR_WINDOW_ERROR, UNMET_CAP
+from .convert import MAX_TOKENS
 from .needs import PoolSizing, size_pool
-from .note import FleetNote, PoolConfig
+from .note import MAX_REPLICA_RPS, MIN_REPLICA_RPS, FleetNote, PoolConfig
 from .routing import RoutingWhatIf, route
-from .tally import Tally, tally_traces
+from .sparse import group
+from .tally import Tally, row_of, tally_traces
+from .window import DEFAULT_GAP_S, Window, make_window
 
 __all__ = ["Settings", "Percentiles", "LatencyCheck", "ReplicaRate", "PoolAudit", "Audit",
            "run_audit", "audit_files", "DEFAULT_ROUTE_BELOW"]
@@ -31,7 +35,9 @@ DEFAULT_ROUTE_BELOW = 1000
 class Settings:
     """The audit's knobs. `replica_rps` overrides the note's per-replica capacity by pool id;
     `route_below` is the routing what-if's input-token threshold (None: no what-if);
-    `route_from` / `route_to` default to the large and the small pool."""
+    `route_from` / `route_to` default to the large and the small pool; `gap_s`: an empty
+    stretch longer than this many seconds (and than a bucket) is a gap, left out of the
+    window (:mod:`.window`)."""
 
     headroom: float = 0.10
     delay_buckets: int = 1
@@ -39,22 +45,34 @@ class Settings:
     route_below: int | None = DEFAULT_ROUTE_BELOW
     route_from: str | None = None
     route_to: str | None = None
+    gap_s: int = DEFAULT_GAP_S
 
     def __post_init__(self):
-        if not (isinstance(self.headroom, int | float) and 0 <= self.headroom <= 10):
+        if not (_is_number(self.headroom) and 0 <= self.headroom <= 10):
             raise InputError(f"headroom = {self.headroom!r}: must be a share from 0 to 10 "
                              "(0.10 = 10%)")
-        if not isinstance(self.delay_buckets, int) or self.delay_buckets < 0:
+        if not _is_int(self.delay_buckets) or self.delay_buckets < 0:
             raise InputError(f"reaction delay = {self.delay_buckets!r} buckets: must be a "
                              "whole number >= 0")
         for pool, rps in self.replica_rps.items():
-            if not (isinstance(rps, int | float) and math.isfinite(rps) and rps > 0):
+            if not (_is_number(rps) and MIN_REPLICA_RPS <= rps <= MAX_REPLICA_RPS):
                 raise InputError(f"per-replica capacity for {pool} = {rps!r}: must be "
-                                 "requests/s > 0")
-        if self.route_below is not None and (not isinstance(self.route_below, int)
-                                             or self.route_below < 1):
+                                 f"requests/s from {MIN_REPLICA_RPS:g} to {MAX_REPLICA_RPS:,}")
+        if self.route_below is not None and (not _is_int(self.route_below)
+                                             or not 1 <= self.route_below <= MAX_TOKENS):
             raise InputError(f"routing threshold = {self.route_below!r}: must be a whole "
-                             "number of input tokens >= 1")
+                             f"number of input tokens from 1 to {MAX_TOKENS:,}")
+        if not _is_int(self.gap_s) or self.gap_s < 1:
+            raise InputError(f"gap = {self.gap_s!r} s: must be a whole number of seconds >= 1")
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
+
+
+def _is_number(x) -> bool:
+    return (isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool)
+            and math.isfinite(x))
 
 
 @dataclass(frozen=True)
@@ -141,6 +159,8 @@ class Audit:
     pools: tuple[PoolAudit, ...]
     routing: RoutingWhatIf | None
     notes: tuple[str, ...]
+    window: Window | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def window_s(self) -> float:
@@ -190,6 +210,80 @@ def _percentiles(hist) -> Percentiles:
     return Percentiles(*(hist.percentile(q) for q in (50, 90, 95, 99)))
 
 
+def _when(t_s: float) -> str:
+    """Epoch times as UTC, trace-relative ones as seconds."""
+    if t_s >= 1e8:
+        return datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"t = {t_s:,.0f} s"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 2 * 86_400:
+        return f"{seconds / 86_400:,.1f} days"
+    return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds:,.0f} s"
+
+
+def _gap_notes(tally: Tally, window: Window, gap_s: int) -> list[str]:
+    """Say what the window leaves out: the longest gaps, with the rows on either side."""
+    if not window.gaps:
+        return []
+
+    def row(code: int) -> str:
+        f, line = row_of(code)
+        return f"{tally.files[f].name} line {line}" if f < len(tally.files) else f"line {line}"
+
+    gaps = sorted(window.gaps, key=lambda g: (-g.seconds, g.before_s))
+    shown = [f"from {_when(g.before_s)} ({row(g.before_code)}) to {_when(g.after_s)} "
+             f"({row(g.after_code)}), {_duration(g.seconds)}" for g in gaps[:3]]
+    head = ("The traces have a gap with no request in any pool" if len(gaps) == 1 else
+            f"The traces have {len(gaps)} gaps with no request in any pool; the longest")
+    return [f"{head}: " + "; ".join(shown) + f". The window leaves "
+            f"{'it' if len(gaps) == 1 else 'them'} out (a gap is an empty stretch longer "
+            f"than {max(gap_s, window.bucket_s):,} s; --gap), so the audit covers "
+            f"{_duration(window.seconds)} of a {_duration(window.span_s)} span: check the "
+            "traces' times."]
+
+
+def _replica_rates(pt, mean_rps: float, window_s: float) -> tuple[tuple, bool]:
+    """Each replica's rate, labelled by its id when every id is a whole number, else #1, #2,
+    ... in the sorted order of the ids (an id that is not a number is never copied out)."""
+    if not pt.replicas:
+        return (), False
+    ids = sorted(pt.replicas)
+    numeric = all(r.isdigit() and len(r) <= 18 for r in ids)
+    if numeric:
+        ids = sorted(ids, key=int)
+    mean_rep = mean_rps / len(ids)
+    rates = tuple(ReplicaRate(r if numeric else f"#{k}", pt.replicas[r] / window_s,
+                              (pt.replicas[r] / window_s) / mean_rep)
+                  for k, r in enumerate(ids, start=1))
+    return rates, not numeric
+
+
+def _seconds(tally: Tally) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seconds that hold an arrival in any pool (sorted), and the first and the last row
+    of each (row codes)."""
+    items = [p.seconds.items() for p in tally.pools]
+    keys = np.concatenate([k for k, _ in items])
+    uniq, rows = group(keys, [], [np.concatenate([v[:, 1] for _, v in items]),
+                                  np.concatenate([v[:, 2] for _, v in items])])
+    return uniq, rows[:, 0], -rows[:, 1]
+
+
+def _per_piece(pt, window: Window, nb: int, below: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """A pool's requests and tokens per piece of the window (of the input bins below `below`
+    only, when given: the requests the routing what-if moves)."""
+    keys, vals = pt.cells.items()
+    if below is not None:
+        short = keys % nb < below
+        keys, vals = keys[short], vals[short]
+    piece = window.piece_of(keys // nb)
+    n = len(window.duration_s)
+    return (np.bincount(piece, weights=vals[:, 0], minlength=n),
+            np.bincount(piece, weights=vals[:, 1], minlength=n))
+
+
 def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
     """Audit a tally with the given knobs (pure: reads nothing, prints nothing)."""
     settings = settings or Settings()
@@ -200,23 +294,30 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
         except KeyError:
             raise InputError(f"per-replica capacity given for pool {pool_id!r}; pools: "
                              f"{', '.join(p.pool_id for p in note.pools)}") from None
-    s0, s1 = math.floor(tally.t_min), math.floor(tally.t_max)
-    k0, k1 = s0 // bucket_s, s1 // bucket_s
-    starts = np.arange(k0, k1 + 1, dtype=np.int64) * bucket_s
-    duration = (np.minimum(starts + bucket_s, s1 + 1) - np.maximum(starts, s0)).astype(float)
-    window_s = float(s1 + 1 - s0)
-    notes: list[str] = []
+    if tally.n == 0:
+        raise InputError("the traces hold no requests")
+    seconds, first_rows, last_rows = _seconds(tally)
+    window = make_window(seconds, first_rows, last_rows, bucket_s, settings.gap_s,
+                         settings.delay_buckets)
+    duration = window.duration_s
+    window_s = float(window.seconds)
+    notes: list[str] = list(tally.warnings) + _gap_notes(tally, window, settings.gap_s)
     if note.beyond_first_pass:
         notes.append("Beyond the standard first pass (" + "; ".join(note.beyond_first_pass)
                      + "): the audit ran for every pool, but a targeted audit should review "
                      "this configuration.")
+    below = None
+    if settings.route_below is not None:
+        if settings.route_below not in tally.edges:
+            raise InputError(
+                f"routing threshold = {settings.route_below} input tokens: the tally can split "
+                f"at {', '.join(map(str, tally.edges))} (give it before reading)")
+        below = tally.edges.index(settings.route_below) + 1  # bins 0..below-1: input < it
+    nb = len(tally.edges) + 1
 
-    pools, raw = [], {}
+    pools, raw, relabelled = [], {}, False
     for cfg, pt in zip(note.pools, tally.pools, strict=True):
-        bins = pt.bins.window(k0, k1)
-        bin_tokens = pt.bin_tokens.window(k0, k1)
-        requests = bins.sum(axis=1).astype(float)
-        tokens = pt.tokens.window(k0, k1).sum(axis=1).astype(float)
+        requests, tokens = _per_piece(pt, window, nb)
         override = settings.replica_rps.get(cfg.pool_id)
         rps = override if override is not None else cfg.replica_rps
         assumed = override is None and cfg.replica_rps_assumed
@@ -225,11 +326,12 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
                          f"audit assumed the first-pass {rps:g} requests/s per replica "
                          f"({cfg.role or 'unknown'}-model pool); refine it with the owner.")
         sizing = size_pool(cfg, requests, tokens, duration, settings.headroom,
-                           settings.delay_buckets, rps)
-        per_s = pt.per_second.window(s0, s1)[:, 0].astype(float)
-        mean_1s = per_s.mean()
+                           settings.delay_buckets, rps, window.delayed)
+        per_s = pt.seconds.items()[1][:, 0]
         rate = sizing.rate_rps
         mean_rps = pt.n / window_s
+        n_sq = int(np.dot(per_s, per_s)) if len(per_s) else 0
+        w = int(window.seconds)
         latency, unchecked = [], []
         for metric, hist, has in (("ttft", pt.ttft_ms, tally.has_ttft),
                                   ("e2e", pt.e2e_ms, tally.has_e2e)):
@@ -249,11 +351,8 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
         for o in cfg.objectives:
             if o.metric == "error_rate" and error_share is None:
                 unchecked.append(f"{o.text} (the trace has no status column)")
-        reps = ()
-        if pt.replicas:
-            mean_rep = mean_rps / len(pt.replicas)
-            reps = tuple(ReplicaRate(r, c / window_s, (c / window_s) / mean_rep)
-                         for r, c in sorted(pt.replicas.items()))
+        reps, renamed = _replica_rates(pt, mean_rps, window_s)
+        relabelled |= renamed
         pools.append(PoolAudit(
             config=cfg, replica_rps=rps, replica_rps_assumed=assumed, n_requests=pt.n,
             requests=requests, tokens=tokens, mean_rps=mean_rps,
@@ -261,13 +360,15 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
             mean_tok_s=float(tokens.sum() / window_s),
             input_tokens=_percentiles(pt.input_hist), output_tokens=_percentiles(pt.output_hist),
             peak_to_average=float(rate.max() / mean_rps) if mean_rps else 0.0,
-            peak_to_average_1s=float(per_s.max() / mean_1s) if mean_1s else 0.0,
-            dispersion_1s=float(per_s.var() / mean_1s) if mean_1s else 0.0,
+            # per-second counts over the window's seconds (zeros included): the peak over
+            # the mean, and the variance over the mean, (W sum c^2 - N^2) / (W N), exactly
+            peak_to_average_1s=float(int(per_s.max()) * w / pt.n) if pt.n else 0.0,
+            dispersion_1s=float((w * n_sq - pt.n ** 2) / (w * pt.n)) if pt.n else 0.0,
             sizing=sizing, price_per_gpu_hour=note.price_per_gpu_hour,
             latency=tuple(latency), error_share=error_share, unchecked_objectives=tuple(unchecked),
             replica_rates=reps,
         ))
-        raw[cfg.pool_id] = (bins, bin_tokens, requests, tokens)
+        raw[cfg.pool_id] = (requests, tokens)
 
     if any(p.replica_rates for p in pools):
         hours = window_s / 3600
@@ -276,6 +377,9 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
             f"a replica up to {HOUR_WINDOW_ERROR:.0%} off (over this window, up to "
             f"{HOUR_WINDOW_ERROR / math.sqrt(max(hours, 1e-9)):.0%}), so no eviction call is "
             "safe from this trace alone.")
+    if relabelled:
+        notes.append("Replica ids that are not all whole numbers are not copied out of the "
+                     "trace: replicas are numbered #1, #2, ... in the sorted order of their ids.")
 
     what_if = None
     if settings.route_below is not None:
@@ -286,19 +390,24 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
                          "pool (name them with --route-from and --route-to).")
         else:
             by_id = {p.config.pool_id: p for p in pools}
-            sb, st, _, _ = raw[src.pool_id]
-            _, _, dr, dt = raw[dst.pool_id]
+            sr, st = raw[src.pool_id]
+            dr, dt = raw[dst.pool_id]
+            moved, moved_tok = _per_piece(tally.pools[note.pools.index(src)], window, nb, below)
             what_if = route(
-                tally.edges, settings.route_below, source=src, source_bins=sb,
-                source_bin_tokens=st, source_before=by_id[src.pool_id].sizing, target=dst,
+                settings.route_below, source=src, source_requests=sr, source_tokens=st,
+                moved_requests=moved, moved_tokens=moved_tok,
+                source_before=by_id[src.pool_id].sizing, target=dst,
                 target_requests=dr, target_tokens=dt, target_before=by_id[dst.pool_id].sizing,
                 duration_s=duration, headroom=settings.headroom,
                 delay_buckets=settings.delay_buckets,
-                replica_rps={p.config.pool_id: p.replica_rps for p in pools})
-    return Audit(note=note, settings=settings, bucket_s=bucket_s, bucket_start_s=starts,
+                replica_rps={p.config.pool_id: p.replica_rps for p in pools},
+                delayed=window.delayed)
+    files = tuple((f.name, f.format_name, f.rows) for f in tally.files)
+    warnings = tuple(tally.warnings) + tuple(_gap_notes(tally, window, settings.gap_s))
+    return Audit(note=note, settings=settings, bucket_s=bucket_s, bucket_start_s=window.start_s,
                  duration_s=duration, t_start_s=tally.t_min, t_end_s=tally.t_max,
-                 files=tuple(tally.files), pools=tuple(pools), routing=what_if,
-                 notes=tuple(notes))
+                 files=files, pools=tuple(pools), routing=what_if,
+                 notes=tuple(notes), window=window, warnings=warnings)
 
 
 def _route_pool(note: FleetNote, name: str | None, role: str, flag: str) -> PoolConfig | None:
@@ -313,9 +422,11 @@ def _route_pool(note: FleetNote, name: str | None, role: str, flag: str) -> Pool
 
 def audit_files(note: FleetNote, files: Iterable[tuple[str | Path, str | None]],
                 settings: Settings | None = None, bucket_s: int = 60,
-                on_progress: Callable[[int], None] | None = None) -> Audit:
-    """Read the traces (each a (path, pool or None) pair) and audit them in one call."""
+                on_progress: Callable[[int], None] | None = None,
+                run: Callable | None = None, engine: str = "arrow") -> Audit:
+    """Read the traces (each a (path, pool or None) pair) and audit them in one call
+    (`on_progress`, `run` and `engine`: see :func:`~.tally.tally_traces`)."""
     settings = settings or Settings()
     extra = [settings.route_below] if settings.route_below is not None else []
-    tally = tally_traces(note, files, bucket_s, extra, on_progress)
+    tally = tally_traces(note, files, bucket_s, extra, on_progress, run, engine)
     return run_audit(tally, settings)

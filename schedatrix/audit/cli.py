@@ -7,7 +7,6 @@ line and exits with status 2. A finished audit exits 0 whatever its verdict.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -16,7 +15,8 @@ from tqdm import tqdm
 from ..errors import InputError
 from .audit import DEFAULT_ROUTE_BELOW, Settings, audit_files
 from .note import load_note
-from .report import verdict, write_report
+from .report import json_text, prepare_out, verdict, write_report
+from .window import DEFAULT_GAP_S
 
 __all__ = ["add_audit_parser", "run"]
 
@@ -51,6 +51,16 @@ def add_audit_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-route", action="store_true", help="skip the routing what-if")
     p.add_argument("--route-from", metavar="POOL", help="what-if source pool (default: large)")
     p.add_argument("--route-to", metavar="POOL", help="what-if target pool (default: small)")
+    p.add_argument("--gap", metavar="SECONDS", type=int, default=DEFAULT_GAP_S,
+                   help="an empty stretch longer than this (no request in any pool) is a gap, "
+                        f"left out of the window with a warning (default {DEFAULT_GAP_S})")
+    p.add_argument("--cluster", metavar="ADDRESS|local",
+                   help="tally the trace files in parallel on Ray: 'local' starts it on this "
+                        "machine, an address (auto, HOST:PORT, ray://HOST:10001) joins a "
+                        "cluster; needs pip install 'schedatrix[cluster]'")
+    p.add_argument("--json", action="store_true",
+                   help="print every figure as JSON (audit.json) instead of the verdict; no "
+                        "progress bar")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p
@@ -85,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--pool-of {file}={pool}: {file} is not one of the traces "
                              f"({', '.join(str(t) for t in traces)})")
         for t in match:
+            if pools.get(t, pool) != pool:
+                raise InputError(f"--pool-of {file}={pool}: {t} is already given to pool "
+                                 f"{pools[t]}; a trace's requests go to one pool")
             pools[t] = pool
     rps = {}
     for pool, value in _pairs(args.replica_rps, "--replica-rps"):
@@ -95,13 +108,25 @@ def run(args: argparse.Namespace) -> int:
                              ) from None
     settings = Settings(headroom=_headroom(args.headroom), delay_buckets=args.delay,
                         replica_rps=rps, route_below=None if args.no_route else args.route_below,
-                        route_from=args.route_from, route_to=args.route_to)
-    total = sum(os.path.getsize(t) for t in traces if t.is_file())
-    with tqdm(total=total, unit="B", unit_scale=True, desc="reading traces", file=sys.stderr,
-              delay=1.0, disable=args.quiet or not sys.stderr.isatty()) as bar:
-        audit = audit_files(note, [(t, pools.get(t)) for t in traces], settings, args.bucket,
-                            on_progress=bar.update)
+                        route_from=args.route_from, route_to=args.route_to, gap_s=args.gap)
+    prepare_out(args.out)  # a bad destination stops the audit before the reading
+    files = [(t, pools.get(t)) for t in traces]
+    quiet = args.quiet or args.json or not sys.stderr.isatty()
+    with tqdm(unit=" rows", unit_scale=True, desc="reading traces", file=sys.stderr,
+              delay=1.0, disable=quiet) as bar:
+        if args.cluster:
+            from .cluster import RayRunner  # noqa: PLC0415 - Ray is an optional extra
+
+            with RayRunner(args.cluster, on_progress=bar.update) as runner:
+                audit = audit_files(note, files, settings, args.bucket, run=runner)
+        else:
+            audit = audit_files(note, files, settings, args.bucket, on_progress=bar.update)
+    for line in audit.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     paths = write_report(audit, args.out)
+    if args.json:
+        print(json_text(audit))
+        return 0
     for line in verdict(audit):
         print(line)
     print(f"Report: {paths['markdown']} (figures and audit.json beside it)")

@@ -37,6 +37,18 @@ class IntHistogram:
             self.counts = grown
         self.counts[: len(add)] += add
 
+    def add_counts(self, counts: np.ndarray) -> None:
+        """Add counts per value (counts[v] values equal to v; the top bin is `cap`)."""
+        if len(counts) > len(self.counts):
+            grown = np.zeros(len(counts), dtype=np.int64)
+            grown[: len(self.counts)] = self.counts
+            self.counts = grown
+        self.counts[: len(counts)] += counts
+
+    def merge(self, other: IntHistogram) -> None:
+        """Add another histogram's counts (same cap)."""
+        self.add_counts(other.counts)
+
     def percentile(self, q: float) -> float:
         """The nearest-rank q-th percentile (0 < q <= 100); NaN when empty."""
         n = self.n

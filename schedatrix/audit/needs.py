@@ -41,6 +41,7 @@ def replicas_needed(rate_rps, replica_rps: float, headroom: float) -> np.ndarray
 def autoscaled(needed: np.ndarray, lo: int, hi: int, delay_buckets: int) -> np.ndarray:
     """An autoscaler within [lo, hi] that follows need `delay_buckets` late: bucket b runs
     clip(needed[b - delay]); the first `delay` buckets run clip(needed[0]) (it starts sized)."""
+    delay_buckets = min(delay_buckets, len(needed))
     if delay_buckets > 0 and len(needed):
         needed = np.concatenate([np.full(delay_buckets, needed[0]), needed])[: len(needed)]
     return np.clip(needed, lo, hi)
@@ -98,13 +99,16 @@ def _run(name, replicas, requests, tokens, duration_s, cfg: PoolConfig) -> Polic
 
 def size_pool(cfg: PoolConfig, requests: np.ndarray, tokens: np.ndarray,
               duration_s: np.ndarray, headroom: float = 0.10, delay_buckets: int = 1,
-              replica_rps: float | None = None) -> PoolSizing:
-    """Size one pool bucket by bucket. `replica_rps` overrides the note's capacity.
+              replica_rps: float | None = None, delayed: np.ndarray | None = None
+              ) -> PoolSizing:
+    """Size one pool bucket by bucket (or piece by piece: a piece is a bucket or a run of
+    empty buckets, see :mod:`.window`). `replica_rps` overrides the note's capacity.
 
     The configured fleet runs its fixed count, or follows need within [min, max] with the
-    delay. The policies may run 1 to max replicas (the pool's deployment ceiling): keep max
-    warm; a constant count sized to the window's average rate plus headroom; the ideal sizes
-    every bucket to its need.
+    delay: `delayed[i]` is the piece whose need piece i follows (default: the bucket
+    `delay_buckets` earlier, the first bucket's need before that). The policies may run 1 to
+    max replicas (the pool's deployment ceiling): keep max warm; a constant count sized to the
+    window's average rate plus headroom; the ideal sizes every bucket to its need.
     """
     if replica_rps is not None:
         cfg = replace(cfg, replica_rps=float(replica_rps))
@@ -113,26 +117,28 @@ def size_pool(cfg: PoolConfig, requests: np.ndarray, tokens: np.ndarray,
     rate = np.divide(requests, duration_s, out=np.zeros_like(requests), where=duration_s > 0)
     needed = replicas_needed(rate, cfg.replica_rps, headroom)
     hi = cfg.max_replicas
+
+    def constant(count: int) -> np.ndarray:  # one value for every piece, in no memory
+        return np.broadcast_to(np.int64(count), needed.shape)
+
     if cfg.scaling == "fixed":
-        conf = np.full(len(needed), hi)
+        conf = constant(hi)
+    elif delayed is not None:
+        conf = np.clip(needed[delayed], cfg.min_replicas, hi)
     else:
         conf = autoscaled(needed, cfg.min_replicas, hi, delay_buckets)
     mean_rate = requests.sum() / duration_s.sum() if duration_s.sum() else 0.0
     avg = int(np.clip(replicas_needed([mean_rate], cfg.replica_rps, headroom)[0], 1, hi))
-    plans = {
-        "max_warm": np.full(len(needed), hi),
-        "average": np.full(len(needed), avg),
-        "ideal": np.clip(needed, 1, hi),
-    }
-    ideal = _run("ideal", plans["ideal"], requests, tokens, duration_s, cfg)
+    ideal = _run("ideal", np.clip(needed, 1, hi), requests, tokens, duration_s, cfg)
 
     def converged(p: Policy) -> Policy:
         c = ideal.gpu_hours / p.gpu_hours if p.gpu_hours else 1.0
         return Policy(p.name, p.replicas, p.gpu_hours, p.served_share, p.unmet_share,
                       p.idle_gpu_hours, p.served_tokens, c)
 
-    policies = {k: converged(_run(k, v, requests, tokens, duration_s, cfg))
-                for k, v in plans.items()}
+    policies = {k: converged(_run(k, constant(v), requests, tokens, duration_s, cfg))
+                for k, v in (("max_warm", hi), ("average", avg))}
+    policies["ideal"] = converged(ideal)
     configured = converged(_run("configured", conf, requests, tokens, duration_s, cfg))
     needed_gpu_h = float((needed * cfg.gpus_per_replica * duration_s / 3600).sum())
     return PoolSizing(rate, needed, needed_gpu_h, configured, policies)

@@ -40,19 +40,24 @@ from pathlib import Path
 from ..errors import InputError
 from .objective import Objective, parse_objective
 
-__all__ = ["PoolConfig", "FleetNote", "load_note", "parse_note", "ASSUMED_REPLICA_RPS"]
+__all__ = ["PoolConfig", "FleetNote", "load_note", "parse_note", "ASSUMED_REPLICA_RPS",
+           "MIN_REPLICA_RPS", "MAX_REPLICA_RPS", "MAX_GPUS"]
 
 #: The form's first-pass per-replica capacity, requests/s, by pool role (None = role unknown).
 ASSUMED_REPLICA_RPS = {"small": 6.0, "large": 3.0, None: 3.0}
+#: The range a per-replica capacity may take, requests/s.
+MIN_REPLICA_RPS, MAX_REPLICA_RPS = 1e-6, 1_000_000
+#: The most GPUs a fleet may have.
+MAX_GPUS = 1_000_000
 
 _FLEET_KEYS = {"gpus", "serving_stack", "objectives", "routing", "trace_window",
                "price_per_gpu_hour"}
 _POOL_KEYS = {"model", "capacity", "scaling", "replicas", "gpus_per_replica",
               "replica_capacity", "role", "objectives", "aliases"}
-_GPUS = re.compile(r"^\s*(\d+)\s*[x×*]\s*(\S.*?)\s*$", re.IGNORECASE)
+_GPUS = re.compile(r"^\s*(\d{1,9})\s*[x×*]\s*(\S.*?)\s*$", re.IGNORECASE)
 _CAPACITY = re.compile(
-    r"^\s*(?P<scaling>fixed|autoscaled)\s*,\s*(?P<lo>\d+)(?:\s*-\s*(?P<hi>\d+))?\s*replicas?\s*,"
-    r"\s*(?P<gpus>\d+)\s*GPUs?\s*/\s*replica\s*$",
+    r"^\s*(?P<scaling>fixed|autoscaled)\s*,\s*(?P<lo>\d{1,9})(?:\s*-\s*(?P<hi>\d{1,9}))?\s*"
+    r"replicas?\s*,\s*(?P<gpus>\d{1,9})\s*GPUs?\s*/\s*replica\s*$",
     re.IGNORECASE,
 )
 _RPS = re.compile(r"^\s*~?\s*(?P<v>-?\d+(?:\.\d+)?)\s*(?:req(?:uest)?s?\s*/\s*s)?"
@@ -126,27 +131,35 @@ def load_note(path: str | Path) -> FleetNote:
     """Read and validate a fleet note file (TOML)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"fleet note {str(path)!r} can't be read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark at the start is skipped
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"fleet note {str(path)!r} line {line}: not UTF-8 text (save the note "
+                         "as UTF-8)") from None
     return parse_note(text, source=str(path))
 
 
 def parse_note(text: str, source: str = "fleet note") -> FleetNote:
     """Parse and validate a note's TOML text; every problem is reported in one InputError."""
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{source}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # an integer too long to read
+        raise InputError(f"{source}: not valid TOML: {str(exc).split(';')[0]}") from None
     problems: list[str] = []
     fleet = data.get("fleet")
     if not isinstance(fleet, dict):
         problems.append("[fleet] table is missing (required: gpus = \"8 x NVIDIA A100 80GB\")")
         fleet = {}
     for key in sorted(set(data) - {"fleet", "pools"}):
-        problems.append(f"unknown table or field {key!r} (allowed: [fleet], [pools.ID])")
+        problems.append(f"unknown table or field {_short(key)} (allowed: [fleet], [pools.ID])")
     for key in sorted(set(fleet) - _FLEET_KEYS):
-        problems.append(f"unknown field {key!r} in [fleet] (allowed: "
+        problems.append(f"unknown field {_short(key)} in [fleet] (allowed: "
                         f"{', '.join(sorted(_FLEET_KEYS))})")
 
     gpu_count, gpu_type = 0, ""
@@ -155,18 +168,19 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
         problems.append("[fleet] gpus is missing: required, e.g. \"8 x NVIDIA A100 80GB\"")
     else:
         m = _GPUS.match(str(gpus))
-        if not m or int(m[1]) < 1:
-            problems.append(f"[fleet] gpus = {gpus!r} can't be read: write \"COUNT x GPU TYPE\" "
-                            "with COUNT >= 1, e.g. \"8 x NVIDIA A100 80GB\"")
+        if not m or not 1 <= int(m[1]) <= MAX_GPUS:
+            problems.append(f"[fleet] gpus = {_short(gpus)} can't be read: write \"COUNT x GPU "
+                            f"TYPE\" with COUNT from 1 to {MAX_GPUS:,}, e.g. \"8 x NVIDIA A100 "
+                            "80GB\"")
         else:
             gpu_count, gpu_type = int(m[1]), m[2]
 
     price = fleet.get("price_per_gpu_hour")
     if _blank(price):
         price = None
-    elif not _is_number(price) or price < 0:
-        problems.append(f"[fleet] price_per_gpu_hour = {price!r}: must be a number >= 0 "
-                        "(dollars per GPU-hour)")
+    elif not _is_number(price) or not math.isfinite(price) or price < 0:
+        problems.append(f"[fleet] price_per_gpu_hour = {_short(price)}: must be a finite "
+                        "number >= 0 (dollars per GPU-hour)")
         price = None
     fleet_objectives = _objectives(fleet.get("objectives"), "[fleet] objectives", problems)
 
@@ -220,7 +234,7 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
         return None
     n_before = len(problems)
     for key in sorted(set(raw) - _POOL_KEYS):
-        problems.append(f"unknown field {key!r} in {where} (allowed: "
+        problems.append(f"unknown field {_short(key)} in {where} (allowed: "
                         f"{', '.join(sorted(_POOL_KEYS))})")
 
     model = raw.get("model")
@@ -233,7 +247,8 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
     if role is not None:
         role = str(role).lower()
         if role not in ("small", "large"):
-            problems.append(f"{where} role = {raw.get('role')!r}: allowed \"small\" or \"large\"")
+            problems.append(f"{where} role = {_short(raw.get('role'))}: allowed \"small\" or "
+                            "\"large\"")
 
     scaling, lo, hi, gpus = _capacity(raw, where, problems)
 
@@ -244,9 +259,10 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
         value = rps_raw if _is_number(rps_raw) else None
         if value is None and isinstance(rps_raw, str) and (m := _RPS.match(rps_raw)):
             value = float(m["v"])
-        if value is None or not math.isfinite(value) or value <= 0:
-            problems.append(f"{where} replica_capacity = {rps_raw!r}: must be requests/s per "
-                            "replica > 0, e.g. 6 or \"~6 requests/s per replica\", or blank")
+        if value is None or not MIN_REPLICA_RPS <= value <= MAX_REPLICA_RPS:
+            problems.append(f"{where} replica_capacity = {_short(rps_raw)}: must be requests/s "
+                            f"per replica > 0 (up to {MAX_REPLICA_RPS:,}), e.g. 6 or \"~6 "
+                            "requests/s per replica\", or blank")
         else:
             rps = float(value)
 
@@ -254,7 +270,7 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
                                                 problems)
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        problems.append(f"{where} aliases = {aliases!r}: must be a list of names")
+        problems.append(f"{where} aliases = {_short(aliases)}: must be a list of names")
         aliases = []
     if len(problems) > n_before:
         return None
@@ -270,7 +286,7 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
     if not _blank(phrase):
         m = _CAPACITY.match(str(phrase))
         if not m:
-            problems.append(f"{where} capacity = {phrase!r} can't be read: write "
+            problems.append(f"{where} capacity = {_short(phrase)} can't be read: write "
                             "\"fixed, 3 replicas, 1 GPU/replica\" or "
                             "\"autoscaled, 1-4 replicas, 1 GPU/replica\"")
             return "fixed", 0, 0, 0
@@ -279,7 +295,8 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
         hi = int(m["hi"]) if m["hi"] else lo
         gpus = int(m["gpus"])
         if scaling == "fixed" and m["hi"] and lo != hi:
-            problems.append(f"{where} capacity = {phrase!r}: a fixed pool has one replica count")
+            problems.append(f"{where} capacity = {_short(phrase)}: a fixed pool has one replica "
+                            "count")
     else:
         scaling = str(raw.get("scaling", "")).lower()
         replicas = raw.get("replicas")
@@ -292,19 +309,19 @@ def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int
                             f"(or {', '.join(missing)})")
             return "fixed", 0, 0, 0
         if scaling not in ("fixed", "autoscaled"):
-            problems.append(f"{where} scaling = {raw.get('scaling')!r}: allowed \"fixed\" or "
+            problems.append(f"{where} scaling = {_short(raw.get('scaling'))}: allowed \"fixed\" or "
                             "\"autoscaled\"")
         if isinstance(replicas, list) and len(replicas) == 2 and all(
-                isinstance(r, int) for r in replicas):
+                isinstance(r, int) and not isinstance(r, bool) for r in replicas):
             lo, hi = replicas
         elif isinstance(replicas, int) and not isinstance(replicas, bool):
             lo = hi = replicas
         else:
-            problems.append(f"{where} replicas = {replicas!r}: an integer (fixed) or "
+            problems.append(f"{where} replicas = {_short(replicas)}: an integer (fixed) or "
                             "[min, max] (autoscaled)")
             lo = hi = 0
         if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
-            problems.append(f"{where} gpus_per_replica = {gpus!r}: must be an integer >= 1")
+            problems.append(f"{where} gpus_per_replica = {_short(gpus)}: must be an integer >= 1")
             gpus = -1  # reported
     if lo > hi:
         problems.append(f"{where} replica range {lo}-{hi}: min {lo} > max {hi}")
@@ -326,6 +343,12 @@ def _objectives(raw, where: str, problems: list[str]) -> tuple[Objective, ...]:
         except ValueError as exc:
             problems.append(f"{where}: {exc}")
     return tuple(out)
+
+
+def _short(value) -> str:
+    """A note's value for a message, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _blank(value) -> bool:

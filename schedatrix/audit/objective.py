@@ -52,4 +52,5 @@ def parse_objective(text: str) -> Objective:
         scale = 0.001 if m["unit"].lower() == "ms" else 1.0
         return Objective(_METRICS[m["metric"].lower().strip()], float(m["pct"]),
                          float(m["value"]) * scale, m["op"] == "<=", text.strip())
-    raise ValueError(f"objective {text!r} can't be parsed (write it as {OBJECTIVE_FORMS})")
+    shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+    raise ValueError(f"objective {shown} can't be parsed (write it as {OBJECTIVE_FORMS})")

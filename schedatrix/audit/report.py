@@ -14,15 +14,21 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP
 from .audit import Audit, PoolAudit
 from .needs import POLICY_NAMES, Policy
 
 __all__ = ["verdict", "markdown", "to_json", "plot_demand", "plot_replicas", "plot_bill",
-           "write_report", "FIGURES"]
+           "write_report", "prepare_out", "json_text", "FIGURES", "MAX_SERIES"]
 
 #: The report's figures: file name -> (title, function).
 FIGURES = ("demand.png", "replicas.png", "bill.png")
+#: audit.json carries the per-bucket series up to this many pieces (buckets, or runs of empty
+#: buckets); above, they are left out (null) so the report's memory stays bounded.
+MAX_SERIES = 100_000
+#: The figures draw at most this many steps: above, each step is the maximum of a group.
+MAX_STEPS = 4000
 
 
 def _pct(x: float | None) -> str:
@@ -34,10 +40,19 @@ def _num(x: float | None, fmt: str = ",.2f") -> str:
 
 
 def _when(t_s: float) -> str:
-    """Epoch-looking times as UTC, trace-relative ones as seconds."""
-    if t_s > 1e8:
+    """Epoch times as UTC, trace-relative ones as seconds."""
+    if t_s >= 1e8:
         return datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"t = {t_s:,.1f} s"
+
+
+def _buckets(a: Audit) -> int:
+    return int(a.window.n_buckets.sum()) if a.window is not None else len(a.duration_s)
+
+
+def _stretches(a: Audit) -> str:
+    gaps = len(a.window.gaps) if a.window is not None else 0
+    return "" if not gaps else f" in {gaps + 1} stretches (gaps left out)"
 
 
 def _money(a: Audit, gpu_hours: float) -> str:
@@ -53,7 +68,8 @@ def verdict(a: Audit) -> list[str]:
     """A short verdict, a few plain lines, for the terminal and the top of the report."""
     lines = [
         f"Fleet of {a.note.gpu_count} x {a.note.gpu_type}, {len(a.pools)} pools, "
-        f"{sum(p.n_requests for p in a.pools):,} requests over {a.window_s / 3600:.2f} h.",
+        f"{sum(p.n_requests for p in a.pools):,} requests over {a.window_s / 3600:.2f} h"
+        f"{_stretches(a)}.",
         f"Capacity: {_pct(a.unmet_share)} of demand unmet by the configured fleet "
         f"(cap {UNMET_CAP:.0%}, fleet and every pool): {_check(a.capacity_ok)}"
         + ("." if a.capacity_ok else " (over the cap: " + ", ".join(
@@ -84,27 +100,33 @@ def verdict(a: Audit) -> list[str]:
     return lines
 
 
-def _minutes(a: Audit) -> np.ndarray:
-    """Each bucket's start, in minutes from the window's first second."""
-    return (np.maximum(a.bucket_start_s, math.floor(a.t_start_s)) - math.floor(a.t_start_s)) / 60
+def _window_time(a: Audit) -> tuple[np.ndarray, str]:
+    """Each piece's start in window time (gaps left out) and the axis label, in minutes,
+    hours or days from the window's start."""
+    x = np.concatenate([[0.0], np.cumsum(a.duration_s)[:-1]])
+    span = a.window_s
+    unit, scale = (("minutes", 60) if span <= 3 * 3600 else ("hours", 3600)
+                   if span <= 3 * 86_400 else ("days", 86_400))
+    gaps = " (gaps left out)" if _stretches(a) else ""
+    return x / scale, f"{unit} from window start{gaps} ({a.bucket_s} s buckets)"
 
 
 def plot_demand(a: Audit, fig: Figure | None = None) -> Figure:
     """Requests/s per bucket for each pool, with the configured capacity and its maximum."""
     fig = fig or Figure(figsize=(9, 2.6 * len(a.pools)))
     axes = fig.subplots(len(a.pools), 1, sharex=True, squeeze=False)[:, 0]
-    x = _minutes(a)
+    x, label = _window_time(a)
     for ax, p in zip(axes, a.pools, strict=True):
         s = p.sizing
-        ax.step(x, s.rate_rps, where="post", label="demand (req/s)", color="C0")
-        ax.step(x, s.configured.replicas * p.replica_rps, where="post", color="C1",
-                label="configured capacity")
+        xs, rate, cap = _steps(x, s.rate_rps, s.configured.replicas * p.replica_rps)
+        ax.step(xs, rate, where="post", label="demand (req/s)", color="C0")
+        ax.step(xs, cap, where="post", color="C1", label="configured capacity")
         ax.axhline(p.config.max_replicas * p.replica_rps, color="C3", ls="--",
                    label=f"maximum ({p.config.max_replicas} replicas)")
         ax.set_ylabel("requests/s")
         ax.set_title(f"{p.config.pool_id}: {', '.join(p.config.models)}", fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
-    axes[-1].set_xlabel(f"minutes from window start ({a.bucket_s} s buckets)")
+    axes[-1].set_xlabel(label)
     fig.tight_layout()
     return fig
 
@@ -113,15 +135,16 @@ def plot_replicas(a: Audit, fig: Figure | None = None) -> Figure:
     """Replicas needed (with headroom) vs provisioned by the configured fleet, per pool."""
     fig = fig or Figure(figsize=(9, 2.6 * len(a.pools)))
     axes = fig.subplots(len(a.pools), 1, sharex=True, squeeze=False)[:, 0]
-    x = _minutes(a)
+    x, label = _window_time(a)
     for ax, p in zip(axes, a.pools, strict=True):
-        ax.step(x, p.sizing.needed, where="post", label="needed", color="C2")
-        ax.step(x, p.sizing.configured.replicas, where="post", label="provisioned", color="C1")
+        xs, need, prov = _steps(x, p.sizing.needed, p.sizing.configured.replicas)
+        ax.step(xs, need, where="post", label="needed", color="C2")
+        ax.step(xs, prov, where="post", label="provisioned", color="C1")
         ax.set_ylabel("replicas")
         ax.set_title(f"{p.config.pool_id}: headroom {a.settings.headroom:.0%}, "
                      f"{p.replica_rps:g} req/s per replica", fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
-    axes[-1].set_xlabel(f"minutes from window start ({a.bucket_s} s buckets)")
+    axes[-1].set_xlabel(label)
     fig.tight_layout()
     return fig
 
@@ -152,6 +175,19 @@ def plot_bill(a: Audit, fig: Figure | None = None) -> Figure:
     return fig
 
 
+def _series(a: Audit, values: np.ndarray) -> list | None:
+    """A per-piece series for audit.json, or None above `MAX_SERIES` pieces."""
+    return None if len(a.duration_s) > MAX_SERIES else values.tolist()
+
+
+def _steps(x: np.ndarray, *ys: np.ndarray) -> tuple[np.ndarray, ...]:
+    """At most `MAX_STEPS` steps to draw: each the first x and the largest y of a group."""
+    if len(x) <= MAX_STEPS:
+        return (x, *ys)
+    starts = np.linspace(0, len(x), MAX_STEPS, endpoint=False).astype(np.int64)
+    return (x[starts], *(np.maximum.reduceat(y, starts) for y in ys))
+
+
 def _policy_json(r: Policy, a: Audit) -> dict:
     p = a.note.price_per_gpu_hour
     return {"gpu_hours": r.gpu_hours, "idle_gpu_hours": r.idle_gpu_hours,
@@ -159,7 +195,7 @@ def _policy_json(r: Policy, a: Audit) -> dict:
             "idle_dollars": None if p is None else r.idle_gpu_hours * p,
             "unmet_share": r.unmet_share, "convergence": r.convergence,
             "capacity_ok": r.capacity_ok, "convergence_ok": r.convergence_ok,
-            "replicas": r.replicas.tolist()}
+            "replicas": _series(a, r.replicas)}
 
 
 def to_json(a: Audit) -> dict:
@@ -185,9 +221,9 @@ def to_json(a: Audit) -> dict:
             "error_share": p.error_share,
             "unchecked_objectives": list(p.unchecked_objectives),
             "replica_rates": [vars(x) for x in p.replica_rates],
-            "series": {"rate_rps": s.rate_rps.tolist(), "tok_s": (
-                p.tokens / a.duration_s).tolist(), "needed": s.needed.tolist(),
-                "provisioned": s.configured.replicas.tolist()},
+            "series": None if len(a.duration_s) > MAX_SERIES else {
+                "rate_rps": s.rate_rps.tolist(), "tok_s": (p.tokens / a.duration_s).tolist(),
+                "needed": s.needed.tolist(), "provisioned": s.configured.replicas.tolist()},
         }
     out = {
         "fleet": {"gpus": a.note.gpu_count, "gpu_type": a.note.gpu_type,
@@ -199,8 +235,12 @@ def to_json(a: Audit) -> dict:
                      "delay_buckets": a.settings.delay_buckets,
                      "route_below": a.settings.route_below},
         "window": {"start_s": a.t_start_s, "end_s": a.t_end_s, "seconds": a.window_s,
-                   "bucket_start_s": a.bucket_start_s.tolist(),
-                   "bucket_duration_s": a.duration_s.tolist()},
+                   "bucket_start_s": _series(a, a.bucket_start_s),
+                   "bucket_duration_s": _series(a, a.duration_s),
+                   "bucket_count": (None if a.window is None else _series(a, a.window.n_buckets)),
+                   "gaps": [] if a.window is None else [
+                       {"before_s": g.before_s, "after_s": g.after_s, "seconds": g.seconds}
+                       for g in a.window.gaps]},
         "files": [{"file": f, "format": fmt, "rows": n} for f, fmt, n in a.files],
         "gpu_hours": a.gpu_hours, "ideal_gpu_hours": a.ideal_gpu_hours,
         "idle_gpu_hours": a.idle_gpu_hours, "convergence": a.convergence,
@@ -233,7 +273,8 @@ def markdown(a: Audit) -> str:
     out += [f"- Fleet: {n.gpu_count} x {n.gpu_type}"
             + (f", serving stack {n.serving_stack}" if n.serving_stack else ""),
             f"- Trace window: {_when(a.t_start_s)} to {_when(a.t_end_s)} "
-            f"({a.window_s / 3600:.2f} h, {len(a.duration_s)} buckets of {a.bucket_s} s)"
+            f"({a.window_s / 3600:.2f} h{_stretches(a)}, {_buckets(a):,} buckets of "
+            f"{a.bucket_s} s)"
             + (f"; the note says: {n.trace_window}" if n.trace_window else ""),
             "- Traces: " + ", ".join(f"{f} ({fmt}, {rows:,} rows)" for f, fmt, rows in a.files),
             f"- Headroom {a.settings.headroom:.0%}, autoscaler reaction delay "
@@ -322,19 +363,44 @@ def markdown(a: Audit) -> str:
     return "\n".join(out)
 
 
+def json_text(a: Audit) -> str:
+    """audit.json's text: every figure (:func:`to_json`), NaN and infinities as null."""
+    return json.dumps(_clean(to_json(a)), indent=1, allow_nan=False)
+
+
 def write_report(a: Audit, out_dir: str | Path) -> dict[str, Path]:
     """Write report.md, the PNG figures and audit.json into `out_dir`; return their paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_out(out_dir)
     paths = {"markdown": out / "report.md", "json": out / "audit.json"}
-    paths["markdown"].write_text(markdown(a), encoding="utf-8")
-    paths["json"].write_text(json.dumps(_clean(to_json(a)), indent=1, allow_nan=False),
-                             encoding="utf-8")
-    for name, plot in zip(FIGURES, (plot_demand, plot_replicas, plot_bill), strict=True):
-        fig = plot(a)
-        paths[name] = out / name
-        fig.savefig(paths[name], dpi=110)
+    try:
+        paths["markdown"].write_text(markdown(a), encoding="utf-8")
+        paths["json"].write_text(json_text(a), encoding="utf-8")
+        for name, plot in zip(FIGURES, (plot_demand, plot_replicas, plot_bill), strict=True):
+            fig = plot(a)
+            paths[name] = out / name
+            fig.savefig(paths[name], dpi=110)
+    except OSError as exc:
+        raise InputError(f"report: can't write into {str(out)!r}: "
+                         f"{exc.strerror or exc}") from None
     return paths
+
+
+def prepare_out(out_dir: str | Path) -> Path:
+    """Make sure the report can be written into `out_dir` (a folder, created if missing), so
+    a bad destination stops the audit before any reading. Raises InputError."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {str(out)!r} is a file, not a folder: name a folder for the "
+                         "report")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".schedatrix-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"--out {str(out)!r}: can't write a report there "
+                         f"({exc.strerror or exc})") from None
+    return out
 
 
 def _clean(x):

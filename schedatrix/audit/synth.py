@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["constant_rate_csv", "write_rows", "azure_like", "write_azure_like_hour",
-           "packaged_hour", "two_pool_trace", "HOUR_FILES", "HOUR_SEED"]
+           "packaged_hour", "two_pool_trace", "week_parquet", "HOUR_FILES", "HOUR_SEED"]
 
 #: The lesson's packaged hour: pool -> file name in schedatrix/data/.
 HOUR_FILES = {"large": "audit_hour_code.csv.gz", "small": "audit_hour_conv.csv.gz"}
@@ -116,12 +116,14 @@ def packaged_hour() -> dict[str, Path]:
 
 
 def two_pool_trace(path: str | Path, n_requests: int, seed: int = 1,
-                   rps: float = 400.0) -> Path:
+                   rps: float = 400.0, gap_s: float = 0.0) -> Path:
     """A generic CSV of `n_requests` over two pools (70% small, 30% large), epoch-second
     timestamps in shuffled order (arrivals needn't be sorted), time to first token and a
-    replica id per request: the benchmark's trace."""
+    replica id per request: the benchmark's trace. `gap_s` moves the later half of the
+    arrivals that many seconds later (a trace with a gap)."""
     rng = np.random.default_rng(seed)
     t = 1_700_000_000 + np.sort(rng.random(n_requests)) * (n_requests / rps)
+    t[n_requests // 2:] += gap_s
     large = rng.random(n_requests) < 0.3
     inp = np.where(large, _lognormal(rng, n_requests, 1469, 7302, 32_000),
                    _lognormal(rng, n_requests, 1020, 4083, 32_000))
@@ -135,6 +137,38 @@ def two_pool_trace(path: str | Path, n_requests: int, seed: int = 1,
     return write_rows(path, "timestamp_s,pool,input_tokens,output_tokens,ttft_ms,replica",
                       [c[order] for c in (t, pool, inp, outp, ttft_ms, replica)],
                       ["%.3f", "%s", "%d", "%d", "%d", "%s"])
+
+
+def week_parquet(folder: str | Path, n_requests: int, n_files: int = 20, seed: int = 1,
+                 days: float = 7.0) -> list[Path]:
+    """A week of two-pool traffic (70% small, 30% large) as `n_files` Parquet files, each a
+    consecutive stretch of time in arrival order (as traces are split): epoch-second times,
+    the pool as a dictionary column, token counts as int32. The benchmark's big trace."""
+    import pyarrow as pa  # noqa: PLC0415 - only the benchmark writes Parquet
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    span_s = days * 86_400
+    pools = pa.array(["small", "large"])
+    paths = []
+    for k in range(n_files):
+        rng = np.random.default_rng([seed, k])
+        n = n_requests // n_files + (1 if k < n_requests % n_files else 0)
+        lo = span_s * k / n_files
+        t = 1_700_000_000 + lo + np.sort(rng.random(n)) * (span_s / n_files)
+        large = rng.random(n) < 0.3
+        inp = np.where(large, _lognormal(rng, n, 1469, 7302, 32_000),
+                       _lognormal(rng, n, 1020, 4083, 32_000)).astype(np.int32)
+        outp = np.where(large, _lognormal(rng, n, 200, 900, 8192),
+                        _lognormal(rng, n, 129, 451, 8192)).astype(np.int32)
+        table = pa.table({
+            "timestamp_s": t,
+            "pool": pa.DictionaryArray.from_arrays(pa.array(large.astype(np.int8)), pools),
+            "input_tokens": inp, "output_tokens": outp})
+        paths.append(folder / f"part-{k:03d}.parquet")
+        pq.write_table(table, paths[-1], row_group_size=1 << 20)
+    return paths
 
 
 if __name__ == "__main__":

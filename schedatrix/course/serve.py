@@ -1,10 +1,10 @@
-"""``schedatrix serve``: the walkthrough as a standalone page, with Voila.
+"""``schedatrix serve``: a course page as a standalone page, with Voila.
 
-The page is a two-cell notebook written to a temporary folder when the command starts: a
-line of introduction and the live app. Every figure on it follows the knobs; the lesson's
-fixed printouts and plots (which stay on the opening month) are not on it. Voila runs the
-notebook in a fresh kernel and shows only its outputs. No clone is needed: the installed
-package is enough.
+Two pages: ``walkthrough`` (the default), the live fleet-month walkthrough, and ``design``,
+the serving design comparison. Each is a two-cell notebook written to a temporary folder when
+the command starts: a line of introduction and the live app. Every figure on it follows the
+knobs; a lesson's fixed printouts and plots are not on it. Voila runs the notebook in a fresh
+kernel and shows only its outputs. No clone is needed: the installed package is enough.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["PAGE_NAME", "page_notebook", "write_page", "voila_command", "add_serve_parser",
-           "serve"]
+__all__ = ["PAGE_NAME", "PAGES", "page_notebook", "write_page", "voila_command",
+           "add_serve_parser", "serve"]
 
 PAGE_NAME = "walkthrough.ipynb"
 _INTRO = (
@@ -31,18 +31,40 @@ _INTRO = (
     "notebooks) explains each piece."
 )
 _APP = "from schedatrix.course.walkthrough import walkthrough\n\nwalkthrough()"
+_DESIGN_APP = "from schedatrix.course.design_app import design_page\n\ndesign_page()"
 
 
-def page_notebook() -> dict:
-    """The page as a notebook (nbformat 4): the introduction and the app, nothing else."""
+def _design_intro() -> str:
+    from .design_app import PAGE_INTRO  # the page's words live with its app
+
+    return PAGE_INTRO
+
+
+#: Page name -> (what it is, its notebook's file name, its introduction, its app cell).
+PAGES = {
+    "walkthrough": ("the walkthrough", PAGE_NAME, lambda: _INTRO, _APP),
+    "design": ("the serving design page", "serving-design.ipynb", _design_intro, _DESIGN_APP),
+}
+
+
+def _page(page: str) -> tuple:
+    if page not in PAGES:
+        raise InputError(f"--page {page!r}: allowed: {', '.join(PAGES)}")
+    return PAGES[page]
+
+
+def page_notebook(page: str = "walkthrough") -> dict:
+    """A page as a notebook (nbformat 4): the introduction and the app, nothing else."""
+    _what, _name, intro, app = _page(page)
+
     def cell(kind: str, source: str) -> dict:
-        out = {"cell_type": kind, "metadata": {}, "source": source}
+        out = {"cell_type": kind, "id": kind, "metadata": {}, "source": source}
         if kind == "code":
             out.update(execution_count=None, outputs=[])
         return out
 
     return {
-        "cells": [cell("markdown", _INTRO), cell("code", _APP)],
+        "cells": [cell("markdown", intro()), cell("code", app)],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                     "name": "python3"},
                      "language_info": {"name": "python"}},
@@ -51,10 +73,10 @@ def page_notebook() -> dict:
     }
 
 
-def write_page(folder: Path) -> Path:
-    """Write the page notebook into ``folder``; return its path."""
-    path = Path(folder) / PAGE_NAME
-    path.write_text(json.dumps(page_notebook(), indent=1) + "\n")
+def write_page(folder: Path, page: str = "walkthrough") -> Path:
+    """Write a page's notebook into ``folder``; return its path."""
+    path = Path(folder) / _page(page)[1]
+    path.write_text(json.dumps(page_notebook(page), indent=1) + "\n")
     return path
 
 
@@ -70,13 +92,15 @@ def voila_command(port: int, notebook: Path, open_browser: bool = False) -> list
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Run Voila on the walkthrough page until interrupted; the exit code is Voila's."""
+    """Run Voila on the page until interrupted; the exit code is Voila's."""
+    page = getattr(args, "page", "walkthrough")
+    what = _page(page)[0]
     if importlib.util.find_spec("voila") is None:
         raise InputError("voila is not installed: pip install 'schedatrix[course]' "
                          "(or pip install voila)")
     with tempfile.TemporaryDirectory(prefix="schedatrix-page-") as folder:
-        cmd = voila_command(args.port, write_page(Path(folder)), args.open)
-        print(f"serving the walkthrough on http://127.0.0.1:{args.port}/ (Ctrl+C stops it)",
+        cmd = voila_command(args.port, write_page(Path(folder), page), args.open)
+        print(f"serving {what} on http://127.0.0.1:{args.port}/ (Ctrl+C stops it)",
               flush=True)
         try:
             return subprocess.call(cmd)
@@ -85,12 +109,15 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def add_serve_parser(subparsers) -> argparse.ArgumentParser:
-    """Add ``serve [--port N] [--open]`` to an argparse subparsers object."""
+    """Add ``serve [--page NAME] [--port N] [--open]`` to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "serve", help="serve the walkthrough as a standalone page (Voila)",
-        description="Serve the live walkthrough (knobs, readouts, plots) as a standalone page "
-        "with Voila.",
+        "serve", help="serve a course page standalone (Voila): the walkthrough, or the "
+        "serving design page",
+        description="Serve a live course page standalone with Voila: the walkthrough (knobs, "
+        "readouts, plots) or, with --page design, the serving design comparison.",
     )
+    p.add_argument("--page", choices=list(PAGES), default="walkthrough",
+                   help="which page (default walkthrough)")
     p.add_argument("--port", type=int, default=8866, help="localhost port (default 8866)")
     p.add_argument("--open", action="store_true", help="open a browser tab too")
     p.set_defaults(func=serve)

@@ -165,6 +165,8 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic run")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.set_defaults(func=_cmd_fit)
+    from .sweep_cli import add_sweep_parser  # sweep: its own module
+    add_sweep_parser(sub)
     return top
 
 

@@ -128,6 +128,7 @@ class Cluster:
             room = min(room, min(layout.replicas[r].kv_blocks for r in self.members["decode"]))
         self.room_blocks = room
         self.router = make_router(policy.router, policy.seed) if router is None else router
+        self.entry_views: list | None = None   # the entry replicas routable now
         self.decode_rr = 0
         full = perf.iteration_s([(cfg.max_batched_tokens, 0)], 0, 0)
         self.door = (FrontDoor(policy.admission, requests.classes,
@@ -241,7 +242,10 @@ class Cluster:
 
     def route(self, i: int, t: float) -> int | None:
         """The entry replica for request i (None when no replica takes requests)."""
-        members = [self.views[r] for r in self.members[self.entry_role] if self.routable(r)]
+        members = self.entry_views
+        if members is None:      # health changed since the last look
+            members = self.entry_views = [self.views[r] for r in self.members[self.entry_role]
+                                          if self.routable(r)]
         if not members:
             return None
         if len(members) == 1:
@@ -403,6 +407,7 @@ class Cluster:
 
     # -- faults ------------------------------------------------------------------------------
     def fault_event(self, what, t: float) -> None:
+        self.entry_views = None
         kind = what[0]
         if kind == "start":
             f = what[1]
@@ -472,6 +477,7 @@ class Cluster:
 
     def leave(self, r: int, t: float) -> None:
         """A drained replica leaves: for good, or to restart."""
+        self.entry_views = None
         self.draining[r] = False
         down = self.drain_down[r]
         entry = self.drain_entry.pop(r, None)

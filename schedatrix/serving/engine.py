@@ -24,62 +24,43 @@ import math
 from bisect import insort
 
 from .cluster import END, START, Cluster
-from .kv_cache import KVCache
 from .layout import Layout
 from .policy import Policy
 from .record import Run
 from .replica import SchedulerConfig
 from .requests import Requests
+from .scheduler import SchedulerBase
 
 __all__ = ["simulate_fast", "FastEngine"]
 
 
-class FastEngine:
+class FastEngine(SchedulerBase):
     """One scheduler: a replica, or one pipeline engine of a replica."""
 
     def __init__(self, sim: Cluster, replica: int, role: str, kv_blocks: int):
-        self.sim = sim
-        self.replica = replica
-        self.role = role
-        self.kv_blocks = kv_blocks
         self.B = sim.cfg.block_tokens
-        self.version = 0
-        self.peak = 0.0
-        self.hits_before = 0
-        self.lookups_before = 0
         self.swap = sim.policy.preemption == "swap"
         self.priority = sim.policy.priority_preemption
-        self.reset()
+        super().__init__(sim, replica, role, kv_blocks)
 
-    def reset(self) -> None:
-        """An empty scheduler with an empty cache (at the start, and back from a crash)."""
-        sim = self.sim
-        if hasattr(self, "cache"):
-            self.peak = self.peak_share()
-            self.hits_before += self.cache.hit_tokens
-            self.lookups_before += self.cache.lookup_tokens
-        self.cache = KVCache(self.kv_blocks, sim.cfg.block_tokens, sim.cfg.hash_block_tokens)
+    def clear(self) -> None:
         self.waiting: list = []          # heap of (priority, arrival, i)
         self.running: dict = {}          # i -> key (priority, arrival, i): all running
         self.prefilling: list = []       # sorted keys of running requests still prefilling
         self.target: dict[int, int] = {}  # tokens to have in cache before the next sample
-        self.transferring: set = set()   # prompts done here, their KV still moving away
         # decoders as aggregates: at step counter g the request had c tokens cached and
         # gen generated; it gains one of each per step.
         self.dec: dict[int, tuple[int, int, int]] = {}
         self.dec_base = 0                # sum of (c - g) over decoders
         self.dec_left = 0                # sum of (out - gen + g): output tokens still to come
         self.mod = [0] * self.B          # decoders by (c - g) mod B
-        self.done_heap: list = []        # (step counter at which it ends, i)
-        self.cls_count = [0] * sim.n_classes
+        self.done_heap: list = []        # (step counter at which it ends, i, its entry)
+        self.cls_count = [0] * self.sim.n_classes
         self.work: dict[int, tuple[int, int]] = {}   # waiting i -> (all tokens, prefill)
         self.wait_work = 0
         self.wait_prefill = 0
         self.G = 0                       # iterations this engine has run
-        self.busy = False
-        self.version += 1
         self.plan = None                 # the iteration or stretch in flight
-        self.kv_noted = 0                # KV blocks in use at the last sample
         self.swap_out = 0                # tokens swapped out this iteration
 
     # -- what a router sees ----------------------------------------------------------------
@@ -107,7 +88,7 @@ class FastEngine:
         if not cache.hash_blocks or hashes is None:
             return 0
         self.sync_blocks(t)
-        return _peek_hits(cache, hashes, prompt_tokens)[0] * cache.hash_block_tokens
+        return cache.peek(hashes, prompt_tokens)[0] * cache.hash_block_tokens
 
     def done_in_stretch(self, t: float) -> int:
         """Iterations of the stretch in flight that ended at or before t."""
@@ -127,18 +108,6 @@ class FastEngine:
         if started > plan[7]:
             self.cache.allocate(self.need_over(started) - self.need_over(plan[7]))
             plan[7] = started
-
-    def peak_share(self) -> float:
-        c = self.cache
-        return max(self.peak, c.peak_used / c.total_blocks if c.total_blocks else 0.0)
-
-    @property
-    def hit_tokens(self) -> int:
-        return self.hits_before + self.cache.hit_tokens
-
-    @property
-    def lookup_tokens(self) -> int:
-        return self.lookups_before + self.cache.lookup_tokens
 
     # -- arrivals ----------------------------------------------------------------------------
     def add(self, i: int, t: float) -> None:
@@ -178,11 +147,11 @@ class FastEngine:
     def dec_add(self, i: int) -> None:
         sim = self.sim
         c, gen = sim.computed[i], sim.generated[i]
-        self.dec[i] = (self.G, c, gen)
+        entry = self.dec[i] = (self.G, c, gen)
         self.dec_base += c - self.G
         self.dec_left += sim.out[i] - gen + self.G
         self.mod[(c - self.G) % self.B] += 1
-        heapq.heappush(self.done_heap, (self.G + sim.out[i] - gen - 1, i))
+        heapq.heappush(self.done_heap, (self.G + sim.out[i] - gen - 1, i, entry))
         self.cls_count[sim.cls[i]] += 1
 
     def dec_remove(self, i: int) -> None:
@@ -197,9 +166,6 @@ class FastEngine:
         self.cls_count[sim.cls[i]] -= 1
         sim.own[i] = -(-sim.computed[i] // self.B) - sim.pinned[i] * self.cache.hash_blocks
         # its entry in done_heap is dropped lazily (see done_top)
-
-    def held(self, i: int) -> int:
-        return self.sim.own[i] + self.sim.pinned[i] * self.cache.hash_blocks
 
     # -- one iteration or a stretch --------------------------------------------------------
     def step_start(self, t: float) -> None:
@@ -274,7 +240,7 @@ class FastEngine:
                 return None, 0, 0
             blocks = -(-(sim.computed[i] + tokens) // B)
             return tokens, blocks, blocks
-        hits, unpinned = _peek_hits(cache, sim.req.hashes(i), sim.inp[i])
+        hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
         start = hits * cache.hash_block_tokens
         todo = target - start
         if sim.cfg.chunked_prefill:
@@ -421,15 +387,6 @@ class FastEngine:
         sim.preemptions[i] += 1
         self.add(i, t)
 
-    def release_request(self, i: int) -> None:
-        sim, cache = self.sim, self.cache
-        cache.release(sim.own[i])
-        sim.own[i] = 0
-        if sim.pinned[i]:
-            cache.unpin(sim.req.hashes(i), sim.pinned[i])
-            sim.pinned[i] = 0
-        self.transferring.discard(i)
-
     def swap_s(self, tokens: int) -> float:
         sim = self.sim
         return tokens * sim.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9) if tokens else 0.0
@@ -475,16 +432,12 @@ class FastEngine:
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
-        heap = self.done_heap
+        heap, dec = self.done_heap, self.dec
         while True:
-            g_done, i = heap[0]
-            if i in self.dec and self.ends_at(i) == g_done:
+            g_done, i, entry = heap[0]
+            if dec.get(i) is entry:      # not a stale entry of a request that left
                 return g_done
             heapq.heappop(heap)
-
-    def ends_at(self, i: int) -> int:
-        g, _, gen = self.dec[i]
-        return g + self.sim.out[i] - gen - 1
 
     def blocks_horizon(self, available: int, cap: int) -> int:
         """How many decode iterations from now fit in ``available`` KV blocks, at most
@@ -602,36 +555,19 @@ class FastEngine:
             return
         self.dec_add(i)
 
-    def emit(self, i: int, t: float) -> None:
-        """A token that does not follow the previous iteration's (a first token, or the next
-        after a preemption or a crash)."""
-        sim = self.sim
-        if sim.first_token[i] != sim.first_token[i]:
-            sim.first_token[i] = t
-        else:
-            sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
-        sim.last_token[i] = t
-
     def finish_decoders(self, t: float) -> None:
         sim = self.sim
         heap = self.done_heap
+        dec = self.dec
         while heap and heap[0][0] < self.G:
-            g_done, i = heapq.heappop(heap)
-            if i not in self.dec or self.ends_at(i) != g_done:
+            _, i, entry = heapq.heappop(heap)
+            if dec.get(i) is not entry:
                 continue   # a stale entry: the request left (or was preempted) before
             self.dec_remove(i)
             sim.last_token[i] = t
             del self.running[i]
             self.release_request(i)
             sim.complete(i, t)
-
-    def note_kv(self, t: float) -> None:
-        """Note the engine's KV blocks in use (held by requests) when they changed."""
-        used = self.cache.used - self.cache.evictable
-        if used != self.kv_noted:
-            self.sim.kv_t.append(t)
-            self.sim.kv_delta.append(used - self.kv_noted)
-            self.kv_noted = used
 
     # -- a crash -----------------------------------------------------------------------------
     def crash(self, t: float) -> list[int]:
@@ -657,29 +593,7 @@ class FastEngine:
                 sim.last_token[i] = last
             lost.append(i)
         lost += sorted(self.transferring)
-        for i in lost:
-            sim.own[i] = 0
-            sim.pinned[i] = 0
-        if self.kv_noted:                     # its KV is gone
-            sim.kv_t.append(t)
-            sim.kv_delta.append(-self.kv_noted)
-        self.reset()
-        return sorted(lost)
-
-
-def _peek_hits(cache: KVCache, hashes, prompt_tokens: int) -> tuple[int, int]:
-    """(cached prefix hash blocks, how many of them nobody pins) without touching the cache."""
-    if not cache.hash_blocks or hashes is None:
-        return 0, 0
-    limit = min(len(hashes), (prompt_tokens - 1) // cache.hash_block_tokens)
-    hits = unpinned = 0
-    while hits < limit:
-        pins = cache.entries.get(int(hashes[hits]))
-        if pins is None:
-            break
-        unpinned += pins == 0
-        hits += 1
-    return hits, unpinned
+        return self.forget(sorted(lost), t)
 
 
 def _sum_s(k: int, a: float, b: float, s0: float, n: int) -> float:

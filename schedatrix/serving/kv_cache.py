@@ -73,6 +73,22 @@ class KVCache:
         self.used -= blocks
 
     # -- prefix cache ------------------------------------------------------------------------
+    def peek(self, hashes, prompt_tokens: int) -> tuple[int, int]:
+        """(cached prefix hash blocks of a prompt, how many of them nobody pins), touching
+        nothing: what :meth:`match` would pin."""
+        if not self.hash_blocks or hashes is None:
+            return 0, 0
+        limit = min(len(hashes), (prompt_tokens - 1) // self.hash_block_tokens)
+        hits = unpinned = 0
+        entries = self.entries
+        while hits < limit:
+            pins = entries.get(int(hashes[hits]))
+            if pins is None:
+                break
+            unpinned += pins == 0
+            hits += 1
+        return hits, unpinned
+
     def match(self, hashes, prompt_tokens: int) -> int:
         """Pin the longest cached prefix of ``hashes``; return how many hash blocks matched.
 

@@ -36,46 +36,25 @@ work it starts an iteration at time ``t``:
 from __future__ import annotations
 
 from .cluster import END, START, Cluster
-from .kv_cache import KVCache
 from .layout import Layout
 from .policy import Policy
 from .record import Run
 from .replica import SchedulerConfig
 from .requests import Requests
+from .scheduler import SchedulerBase
 
 __all__ = ["simulate_reference", "StepEngine"]
 
 
-class StepEngine:
+class StepEngine(SchedulerBase):
     """One scheduler, stepped one iteration at a time over plain lists."""
 
-    def __init__(self, sim: Cluster, replica: int, role: str, kv_blocks: int):
-        self.sim = sim
-        self.replica = replica
-        self.role = role
-        self.kv_blocks = kv_blocks
-        self.version = 0
-        self.peak = 0.0
-        self.hits_before = 0
-        self.lookups_before = 0
-        self.reset()
-
-    def reset(self) -> None:
-        sim = self.sim
-        if hasattr(self, "cache"):
-            self.peak = self.peak_share()
-            self.hits_before += self.cache.hit_tokens
-            self.lookups_before += self.cache.lookup_tokens
-        self.cache = KVCache(self.kv_blocks, sim.cfg.block_tokens, sim.cfg.hash_block_tokens)
+    def clear(self) -> None:
         self.waiting: list[int] = []
         self.running: list[int] = []
         self.decoding: set[int] = set()
         self.target: dict[int, int] = {}
-        self.transferring: set[int] = set()
         self.batch: list = []
-        self.busy = False
-        self.version += 1
-        self.kv_noted = 0
         self.swap_tokens = 0
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -85,9 +64,6 @@ class StepEngine:
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.sim.cfg.block_tokens)
-
-    def held(self, i: int) -> int:
-        return self.sim.own[i] + self.sim.pinned[i] * self.cache.hash_blocks
 
     def unfinished(self) -> int:
         return len(self.waiting) + len(self.running)
@@ -118,26 +94,7 @@ class StepEngine:
         cache = self.cache
         if not cache.hash_blocks or hashes is None:
             return 0
-        return _lookup(cache, hashes, prompt_tokens)[0] * cache.hash_block_tokens
-
-    def peak_share(self) -> float:
-        c = self.cache
-        return max(self.peak, c.peak_used / c.total_blocks if c.total_blocks else 0.0)
-
-    @property
-    def hit_tokens(self) -> int:
-        return self.hits_before + self.cache.hit_tokens
-
-    @property
-    def lookup_tokens(self) -> int:
-        return self.lookups_before + self.cache.lookup_tokens
-
-    def note_kv(self, t: float) -> None:
-        used = self.cache.used - self.cache.evictable
-        if used != self.kv_noted:
-            self.sim.kv_t.append(t)
-            self.sim.kv_delta.append(used - self.kv_noted)
-            self.kv_noted = used
+        return cache.peek(hashes, prompt_tokens)[0] * cache.hash_block_tokens
 
     def add(self, i: int, t: float) -> None:
         self.waiting.append(i)
@@ -267,7 +224,7 @@ class StepEngine:
             sim.swapped[i] = False
             self.target[i] = sim.inp[i] + sim.generated[i]
             return tokens, sim.computed[i]
-        hits, unpinned = _lookup(cache, sim.req.hashes(i), sim.inp[i])
+        hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
         start = hits * cache.hash_block_tokens
         todo = sim.inp[i] + sim.generated[i] - start
         if sim.cfg.chunked_prefill:
@@ -302,23 +259,6 @@ class StepEngine:
         sim.preemptions[i] += 1
         self.waiting.append(i)
         self.waiting.sort(key=self.key)
-
-    def release_request(self, i: int) -> None:
-        sim = self.sim
-        self.cache.release(sim.own[i])
-        sim.own[i] = 0
-        if sim.pinned[i]:
-            self.cache.unpin(sim.req.hashes(i), sim.pinned[i])
-            sim.pinned[i] = 0
-        self.transferring.discard(i)
-
-    def emit(self, i: int, t: float) -> None:
-        sim = self.sim
-        if sim.first_token[i] != sim.first_token[i]:
-            sim.first_token[i] = t
-        else:
-            sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
-        sim.last_token[i] = t
 
     def complete(self, i: int, t: float) -> None:
         self.running.remove(i)
@@ -372,16 +312,7 @@ class StepEngine:
 
     def crash(self, t: float) -> list[int]:
         """Everything here is lost at t (the iteration in flight too); returns the requests."""
-        sim = self.sim
-        lost = sorted(self.waiting + self.running + sorted(self.transferring))
-        for i in lost:
-            sim.own[i] = 0
-            sim.pinned[i] = 0
-        if self.kv_noted:                     # its KV is gone
-            sim.kv_t.append(t)
-            sim.kv_delta.append(-self.kv_noted)
-        self.reset()
-        return lost
+        return self.forget(sorted(self.waiting + self.running + sorted(self.transferring)), t)
 
 
 def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
@@ -415,16 +346,3 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
 def _with_emit(engine: StepEngine, emit) -> StepEngine:
     engine.emit = emit.__get__(engine)
     return engine
-
-
-def _lookup(cache: KVCache, hashes, prompt_tokens: int) -> tuple[int, int]:
-    """(cached prefix hash blocks, how many of them nobody pins), touching nothing."""
-    if not cache.hash_blocks or hashes is None:
-        return 0, 0
-    limit = min(len(hashes), (prompt_tokens - 1) // cache.hash_block_tokens)
-    hits = unpinned = 0
-    while hits < limit and int(hashes[hits]) in cache.entries:
-        unpinned += cache.entries[int(hashes[hits])] == 0
-        hits += 1
-    return hits, unpinned
-

@@ -1,0 +1,108 @@
+"""Time the serving app: knob change -> one replica's figures and plot, redrawn.
+
+    .venv/bin/python benchmarks/bench_serving_app.py              # serving app + reference
+    .venv/bin/python benchmarks/bench_serving_app.py --changes 60
+
+Builds the serving app (no browser: the time is the kernel side: generate the load, serve it
+on one replica, the figures, the verdict and the PNG of each request's TTFT and TPOT), then
+turns a different knob each time, ``--changes`` times, and prints the median and the 90th
+percentile. Target: median under 150 ms. In the same run it times the fleet walkthrough's
+knobs the same way (``bench_walkthrough.py``), a reference for how busy the machine is: on a
+shared machine both move together. ``--seeds`` also times the heavy button (5 seeds x 1,000
+requests), which is not a knob's redraw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_walkthrough import knob_latency as walkthrough_latency  # noqa: E402
+from bench_walkthrough import percentile  # noqa: E402
+
+# One value sequence per knob of a one-replica design: each change moves one knob.
+MOVES = {
+    "rate": [5.0, 6.0, 3.0, 7.0, 4.5],
+    "burstiness": [0.5, 1.0, 0.25, 2.0],
+    "lengths": ["random", "hour"],
+    "gpu": ["h100-80gb", "h200", "a100-80gb"],
+    "model": ["llama-3.2-3b", "llama-2-7b", "llama-3.1-8b"],
+    "tp": [2, 1],
+    "max_batch": [32, 8, 256, 64],
+    "max_batched_tokens": [2048, 512, 8192],
+    "ttft_slo": [0.5, 2.0, 1.0],
+    "tpot_slo": [0.05, 0.2, 0.1],
+    "seed": [1, 2, 3, 0],
+}
+
+
+def knob_latency(changes: int) -> list[float]:
+    from schedatrix.course.serving_app import ServingApp
+
+    app = ServingApp()
+    cycles = {name: itertools.cycle(values) for name, values in MOVES.items()}
+    names = itertools.cycle(MOVES)
+    times = []
+    while len(times) < changes:
+        name = next(names)
+        value = next(cycles[name])
+        if app.knobs[name].value == value:
+            value = next(cycles[name])
+        before = app.updates
+        start = time.perf_counter()
+        app.knobs[name].value = value  # the observer runs update(): figures and plot
+        times.append(time.perf_counter() - start)
+        assert app.updates == before + 1, f"{name} -> {value} did not update once"
+        assert app.outcome is not None and app.setting().replicas == 1, app.error
+    return times
+
+
+def seeds_latency(presses: int) -> list[float]:
+    from schedatrix.course.serving_app import ServingApp
+
+    app = ServingApp()
+    times = []
+    for k in range(presses):
+        app.knobs["seed"].value = k
+        start = time.perf_counter()
+        app.run_seeds()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def line(label: str, times: list[float]) -> str:
+    ms = [t * 1000 for t in times]
+    median = statistics.median(ms)
+    return (f"{label}, {len(ms)} changes: median {median:.1f} ms, p90 "
+            f"{percentile(ms, 0.9):.1f} ms, max {max(ms):.1f} ms (target median < 150 ms: "
+            f"{'met' if median < 150 else 'MISSED'})")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=40, help="knob changes to time")
+    parser.add_argument("--seeds", action="store_true", help="also time the seeds button")
+    args = parser.parse_args(argv)
+
+    import matplotlib
+
+    matplotlib.use("Agg")  # the apps render PNGs themselves; no window, no notebook here
+    print(line("serving app, one replica: knob change -> figures + plot",
+               knob_latency(args.changes)))
+    print(line("reference: the fleet walkthrough, knob change -> readout + plots",
+               walkthrough_latency(args.changes)))
+    if args.seeds:
+        times = seeds_latency(3)
+        print(f"serving app, seeds button (5 seeds x 1,000 requests), 3 presses: median "
+              f"{statistics.median(times):.2f} s (heavy: behind a button, with progress)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""A text file's bytes in blocks of whole lines: the one place that opens a trace file.
+
+Decompresses ``.gz``, skips a UTF-8 byte-order mark at the start, and hands out blocks of at
+most `n` lines with the number of their first line. A line longer than `MAX_LINE_BYTES` stops
+the read (a trace line holds a few numbers), so memory stays bounded whatever the file holds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["Blocks", "MAX_LINE_BYTES", "blank_lines"]
+
+#: The longest line a trace may have, in bytes.
+MAX_LINE_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+_READ_BYTES = 1 << 20
+
+
+def blank_lines(data: bytes, newlines: np.ndarray | None = None) -> np.ndarray:
+    """Whether each line of a block is blank: empty, or (among lines of at most 16 bytes)
+    white space only. A longer line of spaces counts as a row (the reference skips it; a
+    columnar parse then disagrees on the row count and hands the block to the reference).
+    `newlines`: the block's line-break offsets, when known."""
+    nl = np.flatnonzero(np.frombuffer(data, np.uint8) == 10) if newlines is None else newlines
+    ends = nl if data.endswith(b"\n") else np.append(nl, len(data))
+    starts = np.concatenate([[0], nl[: len(ends) - 1] + 1])
+    short = np.flatnonzero(ends - starts <= 16)
+    blank = np.zeros(len(ends), dtype=bool)
+    for i in short.tolist():
+        blank[i] = not data[starts[i]: ends[i]].strip()
+    return blank
+
+
+class Blocks:
+    """Blocks of whole lines of one file. ``take(n)`` returns (bytes, first line number,
+    lines); no lines at the end; `newlines` then holds the block's line-break offsets.
+    `bytes_read` counts the file's bytes read so far (compressed for a .gz)."""
+
+    def __init__(self, path: Path, source: str):
+        self.source = source
+        try:
+            self.raw = open(path, "rb")  # noqa: SIM115 - closed in close()
+        except OSError as exc:
+            raise InputError(f"trace {str(path)!r} can't be read: "
+                             f"{exc.strerror or exc}") from None
+        self.stream = gzip.GzipFile(fileobj=self.raw) if path.name.endswith(".gz") else self.raw
+        self.line = 0
+        self.buf = b""
+        self.eof = False
+        self.first = True
+        self.bytes_per_line = 64.0
+        self.newlines = np.zeros(0, np.int64)
+        self.nl = np.zeros(0, np.int64)  # line breaks in buf
+
+    @property
+    def bytes_read(self) -> int:
+        return self.raw.tell() if not self.raw.closed else 0
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def _read(self, n: int) -> bytes:
+        try:
+            data = self.stream.read(n)
+        except (gzip.BadGzipFile, EOFError, zlib.error):
+            raise InputError(f"trace {self.source} can't be read: not a valid gzip file "
+                             "(corrupt or truncated)") from None
+        except OSError as exc:
+            raise InputError(f"trace {self.source} can't be read: "
+                             f"{exc.strerror or 'read error'}") from None
+        if self.first:
+            self.first = False
+            data = data[3:] if data.startswith(_BOM) else data
+        return data
+
+    def _too_long(self, line: int):
+        raise InputError(f"trace {self.source} line {line}: longer than {MAX_LINE_BYTES:,} "
+                         "bytes; a trace line holds a few numbers (is this a trace?)")
+
+    def take(self, n: int) -> tuple[bytes, int, int]:
+        """Up to `n` whole lines (with their line breaks), the first one's number, how many."""
+        nl = self.nl
+        while len(nl) < n and not self.eof:
+            want = max(_READ_BYTES, int((n - len(nl)) * self.bytes_per_line * 1.1))
+            data = self._read(want)
+            if not data:
+                self.eof = True
+                break
+            more = np.flatnonzero(np.frombuffer(data, np.uint8) == 10) + len(self.buf)
+            self.buf += data
+            nl = np.concatenate([nl, more])
+            tail = len(self.buf) - (nl[-1] + 1 if len(nl) else 0)
+            if tail > MAX_LINE_BYTES:
+                self._too_long(self.line + len(nl) + 1)
+        if len(nl) >= n:
+            cut = int(nl[n - 1]) + 1
+        elif self.buf:
+            cut = len(self.buf)  # the end: the last line may lack its line break
+        else:
+            self.newlines = np.zeros(0, np.int64)
+            return b"", self.line + 1, 0
+        data, self.buf = self.buf[:cut], self.buf[cut:]
+        k = int(np.searchsorted(nl, cut))
+        ends, self.nl = nl[:k], nl[k:] - cut
+        self.newlines = ends
+        lengths = np.diff(np.concatenate([[-1], ends]))
+        if len(lengths) and lengths.max() > MAX_LINE_BYTES + 1:
+            self._too_long(self.line + int(np.argmax(lengths > MAX_LINE_BYTES + 1)) + 1)
+        count = len(ends) + (0 if data.endswith(b"\n") else 1)
+        first = self.line + 1
+        self.line += count
+        self.bytes_per_line = 0.8 * self.bytes_per_line + 0.2 * (len(data) / max(count, 1))
+        return data, first, count

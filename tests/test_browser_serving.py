@@ -1,0 +1,265 @@
+"""The serving course in a real browser: a lesson in JupyterLab, the design page in Voila.
+
+Both drive Debian's headless Chromium through the ``playwright`` package (as
+``tests/test_browser.py`` does for the walkthrough) and save screenshots to ``artifacts/``
+(git-ignored). The lesson: a copy of ``notebooks/08_serving_replica.ipynb`` without stored
+outputs, Run All, the serving app's readouts compared with the library's figures for the same
+knobs, then a knob turned in the page. Its workspace has no ``../shared``, so the profiled-data
+cell must say so. The design page: ``schedatrix serve --page design``'s notebook under Voila,
+three candidates picked, Compare pressed, the answer compared with the library's; then the
+model sizes. Skips, saying why, when Chromium or playwright is missing; every wait is bounded
+and the servers are always stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from schedatrix.course import serve
+from schedatrix.course.design_app import DesignApp
+from schedatrix.course.serving_app import ServingApp
+from schedatrix.course.serving_knobs import Setting
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = ROOT / "notebooks" / "08_serving_replica.ipynb"
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+DESIGNS = ["1 x TP1", "1 x TP2", "1 x TP4"]
+
+pytestmark = pytest.mark.browser
+
+
+def _chromium() -> str:
+    path = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which(
+        "chromium")
+    if path is None:
+        pytest.skip("no Chromium found (/usr/bin/chromium or `chromium` on PATH): "
+                    "apt-get install -y chromium")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(url: str | None, proc: subprocess.Popen, what: str, timeout: float = 120.0) -> None:
+    """Until ``url`` answers 200 (``url`` None: until the port takes connections)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited early with code {proc.returncode}")
+        try:
+            if url is None:
+                socket.create_connection(("127.0.0.1", proc.port), timeout=5).close()
+                return
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{what} did not answer {url or proc.port} within {timeout:.0f} s")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+def _env(tmp_path: Path) -> dict:
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    env.pop("MPLBACKEND", None)
+    return env
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A headless JupyterLab serving an output-free copy of the lesson; yields (url, token)."""
+    root = tmp_path / "root" / "notebooks"
+    root.mkdir(parents=True)
+    nb = json.loads(LESSON.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    (root / LESSON.name).write_text(json.dumps(nb))
+    settings = tmp_path / "settings" / "@jupyterlab"
+    (settings / "apputils-extension").mkdir(parents=True)
+    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # Keep every cell in the page: a windowed notebook drops the cells scrolled past.
+    (settings / "notebook-extension").mkdir(parents=True)
+    (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"}))
+    token, port = secrets.token_hex(16), _free_port()
+    log = open(tmp_path / "lab.log", "w")  # noqa: SIM115 - closed in the finally below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+         f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={token}",
+         f"--ServerApp.root_dir={tmp_path / 'root'}", "--ServerApp.port_retries=0"],
+        stdout=log, stderr=subprocess.STDOUT, env=_env(tmp_path), start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(f"{base}/api/status?token={token}", proc, "jupyter lab")
+        yield base, token
+    finally:
+        _stop(proc)
+        log.close()
+
+
+@pytest.fixture
+def voila(tmp_path):
+    """Voila serving the design page (the notebook ``schedatrix serve --page design``
+    writes); yields its url."""
+    port = _free_port()
+    log = open(tmp_path / "voila.log", "w")  # noqa: SIM115 - closed in the finally below
+    proc = subprocess.Popen(serve.voila_command(port, serve.write_page(tmp_path, "design")),
+                            stdout=log, stderr=subprocess.STDOUT, env=_env(tmp_path),
+                            start_new_session=True)
+    proc.port = port
+    try:
+        _wait_for(None, proc, "voila")   # a GET would start a kernel: wait for the port
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        _stop(proc)
+        log.close()
+
+
+def _wait_text(page, css: str, needle: str, timeout_ms: int = 120_000) -> None:
+    page.wait_for_function(
+        "([css, needle]) => [...document.querySelectorAll(css)]"
+        ".some(el => el.innerText.replace(/\\s+/g, ' ').includes(needle))",
+        arg=[css, needle], timeout=timeout_ms)
+
+
+def _text(page, css: str) -> str:
+    return " ".join(page.locator(css).first.inner_text(timeout=10_000).split())
+
+
+def _run_all(page, attempts: int = 4) -> None:
+    """Run > Run All Cells until the first cell shows it ran (a Run All sent while the kernel
+    is still connecting is dropped silently)."""
+    for _ in range(attempts):
+        select = page.locator(".jp-Dialog button:has-text('Select')")
+        if select.count() and select.first.is_visible():
+            select.first.click()
+        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+        try:
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-InputPrompt')]"
+                ".some(el => /\\[[0-9*]+\\]/.test(el.innerText))", timeout=20_000)
+            return
+        except Exception:  # playwright's TimeoutError: the run was dropped, try again
+            continue
+    raise TimeoutError(f"Run All Cells did not start a cell after {attempts} tries")
+
+
+def _browser(p):
+    return p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS, timeout=60_000)
+
+
+def test_serving_lesson_in_jupyterlab(lab):
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright Python package is not installed")
+    # What the lesson's app must show: the library's figures for the same knobs.
+    expected = ServingApp(Setting(rate_rps=5.0), plots_on=False)
+    opening = expected.text("ttft")
+    expected.knobs["model"].value = "llama-3.2-3b"
+    after = expected.text("ttft")
+    assert opening != after
+    base, token = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        try:
+            page.goto(f"{base}/lab/tree/notebooks/{LESSON.name}?reset&token={token}",
+                      wait_until="domcontentloaded")
+            page.wait_for_selector(".jp-Notebook", timeout=120_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                                   timeout=120_000)
+            page.wait_for_timeout(1_000)
+            _run_all(page)
+            page.screenshot(path=str(ARTIFACTS / "serving-lesson-top.png"))
+            _wait_text(page, ".sx-s-ttft", opening, 600_000)     # the last cell has run
+            notebook = page.locator(".jp-Notebook").first.inner_text()
+            assert "profiled GPU data is not in this workspace" in notebook
+            assert "Traceback" not in notebook and "Error displaying widget" not in notebook
+            assert "Synthetic load: not a production SLO result" in _text(page, ".sx-s-verdict")
+            page.locator(".jp-OutputArea-output img").nth(0).scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "serving-lesson-roofline.png"))
+            page.locator(".jp-OutputArea-output img").nth(1).scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "serving-lesson-batching.png"))
+            page.locator(".sx-s-ttft").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "serving-lesson-app.png"))
+
+            page.locator(".sx-s-knob-model select").first.select_option("llama-3.2-3b")
+            _wait_text(page, ".sx-s-ttft", after)
+            assert "llama-3.2-3b" in _text(page, ".sx-s-load")
+            page.locator(".sx-s-plot").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "serving-lesson-app-after-knob.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "serving-lesson-failure.png"))
+            raise
+        finally:
+            browser.close()
+
+
+def test_design_page_in_voila(voila):
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright Python package is not installed")
+    expected = DesignApp()
+    expected.knobs["designs"].value = tuple(DESIGNS)
+    answer = expected.compare().summary()
+    with sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.set_default_timeout(60_000)
+        ARTIFACTS.mkdir(exist_ok=True)
+        try:
+            page.goto(voila, wait_until="domcontentloaded")
+            page.wait_for_selector(".sx-d-compare", timeout=180_000)
+            assert "which serving design?" in page.locator("body").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "design-page-opening.png"))
+            page.locator(".sx-d-knob-designs select").first.select_option(DESIGNS)
+            page.locator(".sx-d-compare button, button.sx-d-compare").first.click()
+            _wait_text(page, ".sx-d-summary", answer, 300_000)
+            _wait_text(page, ".sx-d-table", "1 x TP4")     # the table follows the summary
+            page.wait_for_selector(".sx-d-plot img, img.sx-d-plot", state="visible")
+            page.screenshot(path=str(ARTIFACTS / "design-page-compared.png"), full_page=True)
+
+            page.locator(".sx-d-sizes button, button.sx-d-sizes").first.click()
+            _wait_text(page, ".sx-d-models", "llama-3.1-70b", 600_000)
+            sizes = _text(page, ".sx-d-models")
+            assert "llama-3.2-3b" in sizes and "(+2 too small)" in sizes
+            page.locator(".sx-d-models").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "design-page-sizes.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "design-page-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()

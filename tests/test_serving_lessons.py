@@ -1,0 +1,363 @@
+"""Claims in the serving lessons' prose (07, 08, 09), checked against the library.
+
+Each test finds a sentence in a lesson's markdown (so the test follows the prose: reword the
+lesson and the test must be looked at again) and checks the fact or the figure it states.
+Figures a cell prints need no test here: nbval checks them against a fresh run. Where the
+prose reads a conclusion off a heavy cell's printed table (several designs over seeds), the
+test reads that table from the stored output (which nbval proves equal to a fresh run) and
+checks the prose's conclusion against it; cheaper claims are recomputed from the library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from schedatrix.audit.synth import packaged_hour
+from schedatrix.course.roofline import decode_batches, prefill_batches, ridge_flops_per_byte
+from schedatrix.course.serving_knobs import DESIGN_MENU, conversation_hour, designs_for, hour_pairs
+from schedatrix.serving.acceptance import evaluate
+from schedatrix.serving.catalog import GPUS, MODELS
+from schedatrix.serving.coefficients import COEFFICIENTS
+from schedatrix.serving.deployment import Design
+from schedatrix.serving.fit import fit
+from schedatrix.serving.load import Load, generate
+from schedatrix.serving.metrics import figures
+from schedatrix.serving.perf import ACTIVATION_RESERVE_GB, GPU_MEMORY_UTILIZATION, PerfModel
+from schedatrix.serving.replay import replay
+from schedatrix.serving.requests import SLOClass
+from schedatrix.serving.simulate import simulate
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHAT = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
+A100_8B = Design(model="llama-3.1-8b", gpu="a100-80gb")
+
+
+@cache
+def notebook(lesson: str) -> dict:
+    return json.loads(next(NOTEBOOKS.glob(f"{lesson}_*.ipynb")).read_text())
+
+
+@cache
+def prose(lesson: str) -> str:
+    """A lesson's markdown, one string, whitespace folded (lines wrap anywhere)."""
+    text = "\n".join("".join(c["source"]) for c in notebook(lesson)["cells"]
+                     if c["cell_type"] == "markdown")
+    return " ".join(text.replace("<span>&#36;</span>", "$").split())
+
+
+def says(lesson: str, sentence: str) -> None:
+    assert " ".join(sentence.split()) in prose(lesson), f"{lesson} no longer says: {sentence}"
+
+
+def printed(lesson: str, marker: str) -> str:
+    """The stored text output of the one code cell whose source contains ``marker``."""
+    cells = [c for c in notebook(lesson)["cells"]
+             if c["cell_type"] == "code" and marker in "".join(c["source"])]
+    assert len(cells) == 1, f"{lesson}: {len(cells)} cells contain {marker!r}"
+    return "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
+
+
+def table_rows(text: str, section: str) -> dict[str, list[str]]:
+    """Rows of a ``report.table`` printed after the line ``== section``: name -> cells."""
+    lines = text.split(f"== {section}\n", 1)[1].splitlines()
+    rows = {}
+    for line in lines[2:]:
+        if not line.strip() or not line[0].isdigit() and not line.startswith("split"):
+            break
+        name = re.match(r"(.+?)\s{2,}", line).group(1)
+        rows[name] = line[len(name):].split()
+    return rows
+
+
+@cache
+def hour():
+    return replay(packaged_hour()["small"])
+
+
+@cache
+def twin():
+    return fit(hour(), window_s=60, seed=0)
+
+
+# ---------------------------------------------------------------------------------------- 07
+
+
+def test_07_the_hour_lengths_and_its_bursts():
+    says("07", "the median request sends about 1,000 tokens and gets 129 back, and the longest "
+               "prompts are four times the median")
+    h = hour()
+    assert np.median(h.output_tokens) == 129 and abs(np.median(h.input_tokens) - 1000) < 50
+    assert 3.9 < h.input_tokens.max() / np.median(h.input_tokens) < 4.1
+    says("07", "A little above 1: this service is mildly bursty, not wildly so (the audit "
+               "lesson's code service is far burstier)")
+    cv = lambda r: np.diff(r.arrival_s).std() / np.diff(r.arrival_s).mean()  # noqa: E731
+    assert 1 < cv(h) < 1.2 and cv(replay(packaged_hour()["large"])) > 3
+
+
+def test_07_poisson_gaps_have_cv_one():
+    says("07", "has exponential gaps between arrivals, whose **coefficient of variation** "
+               "(standard deviation over mean) is exactly 1")
+    t = generate(Load(rate_rps=5.0), seed=0, requests=200_000).arrival_s
+    gaps = np.diff(t)
+    assert abs(gaps.std() / gaps.mean() - 1) < 0.01
+
+
+def test_07_the_twin_matches_within_four_percent():
+    says("07", "Once the drift is taken out, the gaps' CV is 1.015")
+    says("07", "its own CV (1.126) lands near the trace's 1.141 without being told it")
+    f = twin()
+    assert f"{f.local_cv:.3f}" == "1.015"
+    assert (f"{f.synthetic.cv:.3f}", f"{f.trace.cv:.3f}") == ("1.126", "1.141")
+    says("07", "matches the trace's rate, its spread of per-minute rates and its length "
+               "percentiles to within 4%")
+    for name, a, b in f.rows():
+        if name.startswith(("rate", "window_rate", "input_p", "output_p")):
+            assert abs(b / a - 1) < 0.04, (name, a, b)
+    says("07", "The twin's results are always labelled **synthetic**")
+    assert generate(f.load, 1, duration_s=60).synthetic
+
+
+def test_07_burstiness_raises_ttft_at_the_same_rate():
+    says("07", "The bursty stream's p95 TTFT is about 2.5 times Poisson's, and it falls below "
+               "the 95% line of the SLO")
+    out = {}
+    for b in (1.0, 0.25):
+        load = Load(rate_rps=4.0, burstiness=b, pairs=twin().load.pairs, classes=[CHAT])
+        out[b] = evaluate(A100_8B, lambda seed, load=load: generate(load, seed, requests=1500),
+                          runs=3)
+    assert 2.3 < out[0.25].mean("ttft_p95") / out[1.0].mean("ttft_p95") < 2.7
+    assert out[1.0].passed and not out[0.25].passed
+
+
+def test_07_priority_moves_the_wait_but_adds_no_capacity():
+    says("07", "chat's p95 TTFT (0.91 s) is below batch's (1.18 s), and batch, with its loose "
+               "thresholds, meets them all. But chat still misses: only 86% of chat requests")
+    chat = SLOClass("chat", 0.8, priority=0, ttft_s=1.0, tpot_s=0.1)
+    batch = SLOClass("batch", 0.2, priority=1, ttft_s=10.0, tpot_s=0.5)
+    req = generate(dataclasses.replace(twin().load, classes=(chat, batch)), 0, duration_s=600)
+    run = simulate(req, A100_8B)
+    c, b = figures(run, 0), figures(run, 1)
+    assert (f"{c.ttft_p95:.2f}", f"{b.ttft_p95:.2f}") == ("0.91", "1.18")
+    assert b.slo_attainment == 1.0 and f"{c.slo_attainment:.0%}" == "86%"
+
+
+def test_07_the_flood_and_the_wall():
+    says("07", "The flood reaches 10.86 requests/s, and every user of that flood waited: its p95 "
+               "TTFT is 84 seconds")
+    says("07", "the chat SLO holds up to 6.0 requests/s, 55% of the flood's figure. At 6.5 it "
+               "already fails (94.9% within the SLO), and past 7.5 the TTFT curve turns up like "
+               "a wall")
+    text = printed("07", "highest rate meeting")
+    assert "6.0 requests/s (55% of the flood's 10.86)" in text
+    rows = {float(line.split()[0]): line.split() for line in text.splitlines()[1:14]}
+    assert rows[6.5][2] == "94.9%" and rows[6.5][-1] == "FAIL" and rows[6.0][-1] == "PASS"
+    p95 = {rate: float(cells[1].rstrip("s")) for rate, cells in rows.items()}
+    assert p95[8.0] > 3 * p95[7.5] and p95[7.5] < 1.5 * p95[7.0]
+    says("07", "a 4,000-token prompt costs more than four times the prefill of a 1,000-token one")
+    perf = A100_8B.perf()
+    assert perf.iteration_s([(4000, 0)]) > 4 * perf.iteration_s([(1000, 0)])
+
+
+# ---------------------------------------------------------------------------------------- 08
+
+PERF = PerfModel("llama-3.1-8b", "a100-80gb")
+
+
+def test_08_weights_and_the_two_regimes():
+    says("08", "every weight of the model from memory (16 GB for 8 billion BF16 parameters)")
+    assert 16e9 <= MODELS["llama-3.1-8b"].weight_bytes < 16.1e9
+    says("08", "at about 220 TFLOP/s (71% of peak, the matmuls' efficiency)")
+    pre = prefill_batches(PERF, 2 ** np.arange(0, 14))
+    assert 215 < pre.model_tflops.max() < 225
+    assert round(pre.model_tflops.max() / GPUS["a100-80gb"].tflops_bf16, 2) == 0.71
+    says("08", "they bend away and stall near 100 TFLOP/s below the ridge")
+    dec = decode_batches(PERF, 2 ** np.arange(0, 10), 1024)
+    assert 90 < dec.model_tflops.max() < 110
+    assert dec.intensity.max() < ridge_flops_per_byte(PERF)
+    says("08", "a decode batch can never pass about 120 FLOPs per byte (2 x 8.03 billion / "
+               "(1,024 x 131,072 bytes))")
+    limit = 2 * 8.03e9 / (1024 * MODELS["llama-3.1-8b"].kv_bytes_per_token)
+    assert round(limit) == 120 and dec.intensity.max() < limit
+    says("08", "its times are 1.4 to 2.1 times the bound's in this table")
+    shown = [1 / pre.bound_share[i] for i in (0, 7, 11, 13)] + [
+        1 / dec.bound_share[i] for i in (0, 6, 8, 9)]
+    assert 1.35 <= min(shown) and max(shown) <= 2.15
+
+
+def test_08_the_kv_cache():
+    says("08", "The replica gets 90% of GPU memory, less the weights and a 2 GB reserve")
+    assert GPU_MEMORY_UTILIZATION == 0.90 and ACTIVATION_RESERVE_GB == 2
+    says("08", "Llama 2 7B gives each of its 32 attention heads its own keys and values (512 KiB "
+               "a token); Llama 3.1 8B shares 8 KV heads among its 32 query heads")
+    l2, l3 = MODELS["llama-2-7b"], MODELS["llama-3.1-8b"]
+    assert (l2.heads, l2.kv_heads, l2.kv_bytes_per_token) == (32, 32, 512 * 1024)
+    assert (l3.heads, l3.kv_heads, l3.kv_bytes_per_token) == (32, 8, 128 * 1024)
+    says("08", "the same memory holds 3.8 times the tokens (411,529 against 107,803), although "
+             "its weights take 2.6 GB more")
+    a, b = PERF.kv_capacity_tokens(), PerfModel("llama-2-7b", "a100-80gb").kv_capacity_tokens()
+    assert (a, b) == (411_529, 107_803) and round(a / b, 1) == 3.8
+    assert round((l3.weight_bytes - l2.weight_bytes) / 1e9, 1) == 2.6
+
+
+def test_08_continuous_batching_picture():
+    says("08", "requests 2 to 4 get their first tokens at the same moment, and so do requests 5 "
+               "to 8. Requests 5 to 10 wait 157 to 422 ms before their prefill even starts")
+    few = generate(Load(rate_rps=8.0, pairs=hour_pairs()), seed=3, requests=16)
+    run = simulate(few, A100_8B)
+    first = run.first_token_s
+    assert len(set(first[2:5])) == 1 and len(set(first[5:9])) == 1 and first[4] != first[5]
+    wait_ms = (run.scheduled_s - run.arrival_s)[5:11] * 1000
+    assert round(wait_ms.min()) == 157 and round(wait_ms.max()) == 422
+
+
+def test_08_the_batch_cap_and_the_budget():
+    says("08", "p95 TTFT reaches half an hour")
+    says("08", "beyond that (64 here) it changes almost nothing")
+    says("08", "Note the p95 ITL jumping from 12.5 ms to 107 ms between caps 8 and 64")
+    rows = {int(line.split()[0]): line.split()
+            for line in printed("08", "max batch").splitlines()[1:]}
+    assert 25 * 60 < float(rows[1][1].rstrip("s")) < 35 * 60
+    assert rows[64][1:4] == rows[256][1:4] or abs(
+        float(rows[64][1].rstrip("s")) / float(rows[256][1].rstrip("s")) - 1) < 0.02
+    assert rows[8][3] == "12.5ms" and round(float(rows[64][3].rstrip("ms"))) == 107
+    says("08", "At 256 the prompts take so long that 21% of requests miss their SLO")
+    budget = {line.split()[0]: line.split()
+              for line in printed("08", "by_budget = ").splitlines()[1:]}
+    assert budget["256"][-1] == "78.8%"
+    says("08", "a 4,000-token prompt cut in two chunks of 2,048 slows *two* iterations by half "
+               "as much")
+    whole, half = PERF.iteration_s([(4096, 0)]), PERF.iteration_s([(2048, 0)])
+    assert 0.45 < half / whole < 0.55
+
+
+def test_08_the_profiled_cell_runs_with_or_without_the_data():
+    source = "".join(next(c["source"] for c in notebook("08")["cells"]
+                          if "serving-data" in "".join(c["source"]) and c["cell_type"] == "code"))
+    assert 'if data.is_dir():' in source and "is not in this workspace" in source
+    cell = next(c for c in notebook("08")["cells"] if "serving-data" in "".join(c["source"])
+                and c["cell_type"] == "code")
+    assert "nbval-ignore-output" in cell["metadata"]["tags"]
+
+
+# ---------------------------------------------------------------------------------------- 09
+
+
+def test_09_what_fits():
+    says("09", "6.4 GB for Llama 3.2 3B, 16 GB for Llama 3.1 8B, 141 GB for Llama 3.1 70B")
+    assert [round(MODELS[m].weight_bytes / 1e9, 1) for m in
+            ("llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b")] == [6.4, 16.1, 141.2]
+    says("09", "The 70B model needs at least four A100s")
+    with pytest.raises(Exception, match="does not fit"):
+        PerfModel("llama-3.1-70b", "a100-80gb", tp=2)
+    PerfModel("llama-3.1-70b", "a100-80gb", tp=4)
+    says("09", "1 x TP8 holds three times the tokens of 1 x TP4")
+    tp4 = PerfModel("llama-3.1-70b", "a100-80gb", tp=4).kv_capacity_tokens()
+    tp8 = PerfModel("llama-3.1-70b", "a100-80gb", tp=8).kv_capacity_tokens()
+    assert round(tp8 / tp4) == 3
+
+
+def test_09_tensor_parallelism_fixed_costs():
+    says("09", "two all-reduces per layer, each with about 35 µs of latency on A100 NVLink")
+    assert round(COEFFICIENTS["a100-80gb"]["allreduce_latency_s"] * 1e6) == 35
+    says("09", "The 8B's prefill takes as long as 2.3 of the 3B's (148 against 65 ms for 2,048 "
+               "tokens)")
+    p8 = PERF.iteration_s([(2048, 0)])
+    p3 = PerfModel("llama-3.2-3b", "a100-80gb").iteration_s([(2048, 0)])
+    assert (round(p8 * 1000), round(p3 * 1000), round(p8 / p3, 1)) == (148, 65, 2.3)
+    says("09", "even on four its steps are slower than the 8B's on one")
+    p70 = PerfModel("llama-3.1-70b", "a100-80gb", tp=4)
+    assert p70.iteration_s((), 32, 32 * 1024) > PERF.iteration_s((), 32, 32 * 1024)
+    assert p70.iteration_s([(2048, 0)]) > p8
+    says("09", "under a millisecond in a machine, a few between machines")
+    for p in (PERF, p70):
+        assert p.kv_transfer_s(1024) < 1e-3 and 1e-3 < p.kv_transfer_s(1024, False) < 5e-3
+
+
+def test_09_the_candidates():
+    says("09", "Eleven candidate designs from one to sixteen GPUs, the same list for each model")
+    designs, skipped = designs_for("llama-3.1-8b", "a100-80gb")
+    assert len(DESIGN_MENU) == len(designs) == 11 and not skipped
+    assert (min(d.gpus for d in designs), max(d.gpus for d in designs)) == (1, 16)
+    says("09", "H100s (<span>&#36;</span>3.00 an hour, three times the A100's arithmetic) and "
+               "H200s (<span>&#36;</span>4.00, with 141 GB each)".replace(
+                   "<span>&#36;</span>", "$"))
+    a, h, h2 = GPUS["a100-80gb"], GPUS["h100-80gb"], GPUS["h200"]
+    assert (h.price_per_gpu_hour, h2.price_per_gpu_hour, h2.memory_gb) == (3.0, 4.0, 141.0)
+    assert round(h.tflops_bf16 / a.tflops_bf16) == 3
+    assert a.price_per_gpu_hour == 1.30 and "$1.30 per GPU-hour" in prose("09")
+
+
+def test_09_the_readings_of_the_comparison():
+    text = printed("09", "for name, c in by_model.items():\n    print(f\"== {name}\")")
+    small, mid, big = (table_rows(text, m) for m in
+                       ("llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b"))
+    says("09", "**3B**: every design passes; one GPU does it with room to spare (p95 TTFT 0.17 s, "
+               "a fifth of the SLO), at $0.383 per million tokens")
+    assert all(r[-1] == "PASS+" for r in small.values())
+    assert small["1 x TP1"][3] == "167" and small["1 x TP1"][-2] == "0.383"
+    says("09", "**8B**: one GPU no longer passes: its p95 TTFT is 0.95 s, and only 84% of "
+               "requests are within the SLO. Two GPUs do, either as two replicas or as one "
+               "replica with TP2, at twice the cost per token of the single GPU ($0.772 for TP2)")
+    assert mid["1 x TP1"][-1] == "FAIL" and mid["1 x TP1"][3] == "954"
+    assert mid["1 x TP1"][-4] == "83.6%"
+    assert mid["2 x TP1"][-1].startswith("PASS") and mid["1 x TP2"][-1].startswith("PASS")
+    assert round(float(mid["1 x TP2"][-2]) / float(mid["1 x TP1"][-2])) == 2
+    assert "Cheapest design meeting the SLOs: 1 x TP2 (2 GPUs" in text
+    says("09", "one TP4 replica can't keep up at all, and 2 x TP8 (16 GPUs) falls just short "
+               "(about 95%, but not in every run). The cheapest that passes is **4 x TP4**, "
+               "sixteen GPUs on two machines, at about $6.7 per million tokens, 17 times the "
+               "3B's cost")
+    assert big["1 x TP4"][-4] == "0.0%" and big["2 x TP8"][-1] == "FAIL"
+    assert big["2 x TP8"][-4] == "95.0%" and big["4 x TP4"][-1] == "PASS"
+    assert "Cheapest design meeting the SLOs: 4 x TP4 (16 GPUs" in text
+    assert round(float(big["4 x TP4"][-2]), 1) == 6.7
+    assert round(float(big["4 x TP4"][-2]) / float(small["1 x TP1"][-2])) == 17
+    assert Design(model="llama-3.1-70b", tp=4, replicas=4).gpus == 16
+
+
+def test_09_the_gpu_changes_the_answer():
+    says("09", "On H100s, one 8-GPU machine (1 x TP8) meets the SLOs with room to spare: eight "
+               "GPUs where the A100s needed sixteen, at a price per token close to theirs")
+    text = printed("09", "faster = [")
+    row = next(line for line in text.splitlines() if line.startswith("1 x TP8 on h100-80gb"))
+    assert row.split()[-1] == "PASS+" and row.split()[5] == "8"
+    assert "(1 x TP8 on h100-80gb) meets them too, with room to spare, at 1.1x the cost" in text
+
+
+def test_lessons_label_synthetic_results():
+    says("07", "Even the sweep above is a model's answer (its verdict ends by saying so)")
+    assert printed("07", "highest rate meeting").rstrip().endswith(
+        "Synthetic load: not a production SLO result.")
+    assert "The load is synthetic: these are model results, not production SLO performance." \
+        in printed("09", "faster = [")
+    says("07", "The library marks a replay at its own speed as real traffic. This particular "
+               "file is the generated stand-in")
+    assert conversation_hour().synthetic is False
+
+
+@pytest.mark.parametrize("lesson", ["07", "08", "09"])
+def test_every_serving_lesson_ends_with_a_summary_and_its_new_terms(lesson):
+    text = prose(lesson)
+    assert "## Summary" in text and "**New terms:**" in text
+    assert "(../docs/glossary.md)" in text and "(../docs/further-reading.md)" in text
+    assert len(re.findall(r"\*\*Predict first\.\*\*", text)) >= 2
+    glossary = (NOTEBOOKS.parent / "docs" / "glossary.md").read_text().lower()
+    terms = text.split("**New terms:**", 1)[1].split("([glossary]", 1)[0]
+    for term in (t.strip() for t in terms.split(",")):
+        assert term.lower() in glossary, f"{lesson}: '{term}' is not in docs/glossary.md"
+
+
+def test_the_serving_glossary_figures():
+    text = " ".join((NOTEBOOKS.parent / "docs" / "glossary.md").read_text().split())
+    assert "(the hour: 1.141, and 1.015 within its rate profile)" in text
+    assert (f"{twin().trace.cv:.3f}", f"{twin().local_cv:.3f}") == ("1.141", "1.015")
+    assert "(A100: about 153 FLOPs per byte)" in text and round(ridge_flops_per_byte(PERF)) == 153
+    assert "Llama 3.1 8B keeps 128 KiB a token, Llama 2 7B 512 KiB" in text
+    assert "(90% of memory - weights - 2 GB)" in text
