@@ -266,3 +266,10 @@ def test_routers_that_miss_a_target_fail():
         match="below the 50% target for cache hits")
     fails(cs.check_router, lambda request, replicas: 99, match="return the index")
     fails(cs.check_router, lambda request, replicas: True, match="return the index")
+
+
+def test_a_router_with_a_long_tail_fails_on_p95(monkeypatch):
+    # no simple router misses only the p95 on this load; the verdict on such a run, faked
+    tail = {"ttft_p50_s": 0.03, "ttft_p95_s": 0.5, "prefix_hit_share": 0.7, "completed": 1600}
+    monkeypatch.setattr(cs, "router_run", lambda choose: (tail, 1600))
+    fails(cs.check_router, lambda request, replicas: 0, match="p95 is above the 300 ms target")
