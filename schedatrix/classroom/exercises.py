@@ -93,10 +93,12 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     )),
     Exercise("07_eviction_odds", "the window, the Wilson interval and a Monte Carlo", (
         Check("check_window", ("measured_rate",),
-              ("schedatrix.fleet.window:measured_tok_s", "schedatrix.fleet.window:error_bound")),
+              ("schedatrix.fleet.window:measured_tok_s", "schedatrix.fleet.window:error_bound",
+               "schedatrix.fleet.window:dip_chance", "schedatrix.fleet.window:dip_cost")),
         Check("check_wilson", ("wilson_interval",)),
         Check("check_eviction_odds", ("eviction_fail_chance",), (
             "schedatrix.fleet.odds:check_odds", "schedatrix.fleet.engine:simulate_many",
+            "schedatrix.fleet.engine:draw_pools",
             "schedatrix.fleet.eviction_odds:closed_form",
             "schedatrix.fleet.eviction_odds:odds_table", "schedatrix.fleet.month:simulate",
             "schedatrix.fleet.reference:run_month", "schedatrix.fleet.window:measured_tok_s")),
