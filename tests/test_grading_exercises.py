@@ -242,17 +242,25 @@ def test_log_figures_wrong_fails():
 def test_recovery_wrong_fails():
     right = solution("11_recovery")["recovery_s"]
     fails(cs.check_recovery, lambda w, p, g, tol, hold: right(w, p, g, tol, 1),
-          match="expected")
+          match="must last")
 
     def ttft_only(windows, p, g, tol, hold):
         return right([{**w, "goodput_rps": g} for w in windows], p, g, tol, hold)
 
-    fails(cs.check_recovery, ttft_only, match="goodput")
+    fails(cs.check_recovery, ttft_only, match="both of its figures")
 
     def strict(windows, p, g, tol, hold):
-        return right(windows, p * 0.999, g * 1.001, tol, hold)
+        return right(windows, p * (1 - 1e-9), g * (1 + 1e-9), tol, hold)
 
-    fails(cs.check_recovery, strict, match="expected")
+    fails(cs.check_recovery, strict, match="exactly at its tolerance")
+
+    def empty_is_late(windows, p, g, tol, hold):
+        late = [{**w, "ttft_p95_s": 1e9 if w["ttft_p95_s"] is None else w["ttft_p95_s"]}
+                for w in windows]
+        return right(late, p, g, tol, hold)
+
+    fails(cs.check_recovery, empty_is_late, match="nobody late")
+    fails(cs.check_recovery, lambda *a: 0.0, match="which is the first|expected None")
 
 
 # ---------------------------------------------------------------- exercise 12: the router

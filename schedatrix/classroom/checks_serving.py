@@ -277,8 +277,8 @@ def check_decode_step(decode_step_s: Callable) -> str:
                        / (share * g.hbm_gb_s * 1e9), rel=1e-6):
                 hint = "Parameters are 2 bytes each in BF16."
             else:
-                hint = ("Bytes read in one step (the weights once, each request's context of "
-                        "KV), over the bytes per second actually reached.")
+                hint = ("Print your byte count for this step beside the weights' bytes: which "
+                        "part is missing or counted twice?")
             raise AssertionError(f"decode_step_s({shown}) returned {got:.6g} s, expected "
                                  f"{want:.6g} s ({what}). {hint}")
     worst = 0.0
@@ -359,7 +359,7 @@ def _log_hint(key: str, got: float, events: list, ttft_slo: float, tpot_slo: flo
         q = int(key[-2:])
         if close(got, float(np.percentile(values, q, method="nearest")), rel=1e-9):
             return "Percentiles here are numpy's default: linear interpolation."
-        return "From the request's arrival to its first token, over completed requests."
+        return "Work one request out by hand from the log and compare it with your code's."
     if key == "goodput_rps":
         start = min(arrival.values())
         end = max([tokens[i][-1] for i in ids] + [arrival[i] for i in rejected])
@@ -373,8 +373,8 @@ def _log_hint(key: str, got: float, events: list, ttft_slo: float, tpot_slo: flo
             return "Goodput counts only the requests within both SLOs."
         if close(got, met / (max(arrival.values()) - start), rel=1e-9):
             return "The span runs from the first arrival to the last end, not the last arrival."
-        return ("Requests within both SLOs (a single-token request has no TPOT to miss), per "
-                "second of the span from the first arrival to the last end.")
+        return ("Count, by hand, which of the first few requests met both SLOs, and check what "
+                "a single-token request and a rejected one do to your count and your span.")
     return ""
 
 
@@ -465,19 +465,35 @@ def check_recovery(recovery_s: Callable) -> str:
         if got is None:
             raise AssertionError(f"recovery_s({shown}) returned None, expected {want:g} s "
                                  f"({what}). " + _recovery_hint(windows, pre_p95, pre_good,
-                                                                tol, hold))
+                                                                tol, hold, None))
         value = as_number("recovery_s", shown, got, "seconds since the fault, or None")
         if not close(value, want):
             raise AssertionError(f"recovery_s({shown}) returned {value:g} s, expected {want:g} "
                                  f"s ({what}). " + _recovery_hint(windows, pre_p95, pre_good,
-                                                                   tol, hold))
+                                                                   tol, hold, value))
     return passed("check_recovery", {"hand-made series": 10, "simulated faults": len(cases) - 10})
 
 
-def _recovery_hint(windows, pre_p95, pre_good, tol, hold) -> str:
-    return ("A window is back when its p95 TTFT is at most (1 + tolerance) x the pre-fault "
-            "level (no arrivals: nothing late) AND its goodput at least (1 - tolerance) x its "
-            f"level; recovery is the start of the first {hold} such windows in a row.")
+def _recovery_hint(windows, pre_p95, pre_good, tol, hold, got=None) -> str:
+    """Which likely mistake ``got`` matches (never the rule itself)."""
+    starts = [w["since_fault_s"] for w in windows]
+    p95 = [math.nan if w["ttft_p95_s"] is None else w["ttft_p95_s"] for w in windows]
+    good = [w["goodput_rps"] for w in windows]
+    mistakes = (
+        ((p95, good, pre_p95, pre_good, 1), "One good window is not a recovery yet: it must last."),
+        ((p95, [pre_good] * len(good), pre_p95, pre_good, hold),
+         "A window is back only when both of its figures are."),
+        ((p95, good, pre_p95 * (1 - 1e-9), pre_good * (1 + 1e-9), hold),
+         "A figure exactly at its tolerance is back."),
+        (([math.inf if math.isnan(v) else v for v in p95], good, pre_p95, pre_good, hold),
+         "A window nobody arrived in has nobody late."),
+    )
+    said = [hint for (ps, gs, lp, lg, h), hint in mistakes
+            if got == recovery_from_series(starts, ps, gs, lp, lg, tol, h)]
+    if said:
+        return " Or: ".join(said)
+    return ("Go through the windows from the start: which is the first that begins a run of "
+            f"{hold} back ones?")
 
 
 # --------------------------------------------------------------------------- exercise 12
