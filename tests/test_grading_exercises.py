@@ -281,3 +281,10 @@ def test_a_router_with_a_long_tail_fails_on_p95(monkeypatch):
     tail = {"ttft_p50_s": 0.03, "ttft_p95_s": 0.5, "prefix_hit_share": 0.7, "completed": 1600}
     monkeypatch.setattr(cs, "router_run", lambda choose: (tail, 1600))
     fails(cs.check_router, lambda request, replicas: 0, match="p95 is above the 300 ms target")
+
+
+def test_the_roofline_is_held_beside_the_calibrated_model(monkeypatch):
+    # the right roofline is within 25% of the calibrated model on the grid; at 1% it is not
+    right = solution("09_decode_step")["decode_step_s"]
+    monkeypatch.setattr(cs, "ROOFLINE_TOLERANCE", 0.01)
+    fails(cs.check_decode_step, right, match="calibrated model says")
