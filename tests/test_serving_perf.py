@@ -16,7 +16,7 @@ from schedatrix.errors import InputError
 from schedatrix.serving import catalog
 from schedatrix.serving.catalog import GPUS, MODELS, ModelShape, gpu, model
 from schedatrix.serving.coefficients import COEFFICIENTS
-from schedatrix.serving.kernels import Efficiency, send_s
+from schedatrix.serving.kernels import Efficiency, prefill_attention_s, send_s
 from schedatrix.serving.perf import (
     ACTIVATION_RESERVE_GB,
     GPU_MEMORY_UTILIZATION,
@@ -200,6 +200,22 @@ def test_the_model_is_pure_and_deterministic():
     first = a.iteration_s(*batch)
     assert a.iteration_s(*batch) == first == b.iteration_s(*batch)
     assert a.decode_line(40) == b.decode_line(40)
+
+
+@pytest.mark.parametrize("pm", MODELS_TO_CHECK[:-1], ids=repr)
+def test_prefill_attention_is_the_kernels_formula_to_the_last_bit(pm):
+    # the performance model keeps the kernel's rates; its sum must be the kernel's, exactly
+    sh = pm.shard
+    for chunks in ([(1, 0)], [(512, 0), (128, 2048)], [(8192, 0)], [(37, 4000), (3, 1), (900, 7)]):
+        terms = [prefill_attention_s(pm.eff, pm.gpu,
+                                     (new * cached + new * (new + 1) // 2)
+                                     * sh.attention_flops_per_pair,
+                                     (cached + new) * sh.kv_bytes_per_token)
+                 for new, cached in chunks]
+        total = 0.0
+        for x in terms:
+            total += x
+        assert pm._prefill_attention_s(chunks) == float(pm.model.layers * total)
 
 
 # -- parallelism ----------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ class FastEngine(SchedulerBase):
         self.G = 0                       # iterations this engine has run
         self.plan = None                 # the iteration or stretch in flight
         self.swap_out = 0                # tokens swapped out this iteration
+        self.head_chunk = None           # (i, budget, first_chunk) found by admissible()
 
     # -- what a router sees ----------------------------------------------------------------
     def unfinished(self) -> int:
@@ -145,67 +146,93 @@ class FastEngine(SchedulerBase):
 
     # -- decoders as aggregates -----------------------------------------------------------
     def dec_add(self, i: int) -> None:
-        sim = self.sim
-        c, gen = sim.computed[i], sim.generated[i]
-        entry = self.dec[i] = (self.G, c, gen)
-        self.dec_base += c - self.G
-        self.dec_left += sim.out[i] - gen + self.G
-        self.mod[(c - self.G) % self.B] += 1
-        heapq.heappush(self.done_heap, (self.G + sim.out[i] - gen - 1, i, entry))
+        sim, G = self.sim, self.G
+        c, gen, out = sim.computed[i], sim.generated[i], sim.out[i]
+        entry = self.dec[i] = (G, c, gen)
+        self.dec_base += c - G
+        self.dec_left += out - gen + G
+        self.mod[(c - G) % self.B] += 1
+        heapq.heappush(self.done_heap, (G + out - gen - 1, i, entry))
         self.cls_count[sim.cls[i]] += 1
 
     def dec_remove(self, i: int) -> None:
         """Take a decoder out of the aggregates, writing its current state back."""
         sim = self.sim
         g, c, gen = self.dec.pop(i)
-        sim.computed[i] = c + self.G - g
-        sim.generated[i] = gen + self.G - g
+        steps = self.G - g
+        computed = sim.computed[i] = c + steps
+        sim.generated[i] = gen + steps
         self.dec_base -= c - g
         self.dec_left -= sim.out[i] - gen + g
         self.mod[(c - g) % self.B] -= 1
         self.cls_count[sim.cls[i]] -= 1
-        sim.own[i] = -(-sim.computed[i] // self.B) - sim.pinned[i] * self.cache.hash_blocks
+        sim.own[i] = -(-computed // self.B) - sim.pinned[i] * self.cache.hash_blocks
         # its entry in done_heap is dropped lazily (see done_top)
 
     # -- one iteration or a stretch --------------------------------------------------------
     def step_start(self, t: float) -> None:
-        sim, cfg, cache, B = self.sim, self.sim.cfg, self.cache, self.B
+        """Start what comes next at t: a stretch of decode iterations when nothing can change
+        the batch before it ends, else one iteration (:meth:`step_exact` when short of KV)."""
+        sim, cache = self.sim, self.cache
         n = len(self.dec)
-        need_dec = self.mod[(-self.G) % B] if n else 0
-        budget = cfg.max_batched_tokens - n
-        chunks = []
-        need = need_dec
-        for key in self.prefilling:
-            i = key[2]
-            c = min(self.target[i] - sim.computed[i], budget)
-            if c <= 0:
-                chunks.append((i, 0, 0))
-                continue
-            blocks = -(-(sim.computed[i] + c) // B) - self.held(i)
-            chunks.append((i, c, blocks))
-            budget -= c
-            need += blocks
+        need_dec = self.mod[-self.G % self.B] if n else 0
+        budget = sim.cfg.max_batched_tokens - n
+        if self.prefilling:
+            chunks, need, budget = self.plan_chunks(budget, need_dec)
+        else:
+            chunks, need = (), need_dec
         available = cache.total_blocks - cache.used + cache.evictable
         if need > available:
             self.step_exact(t)
             return
-        if not self.prefilling and n and not self.link_down(t):
-            ends = self.done_top() - self.G + 1
-            horizon = self.blocks_horizon(available, ends)
-            if self.waiting and cache.hash_blocks and len(self.running) < cfg.max_batch:
-                # evicting cached prefixes can change what the queue's head needs: stretch
-                # only while the decoders' new blocks come from free room
-                horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
-            if horizon and not self.admissible(available - need_dec, budget):
-                self.start_stretch(t, n, horizon)
-                return
-        cache.allocate(need)
-        for i, _, blocks in chunks:
-            sim.own[i] += blocks
-        chunks = [(i, c) for i, c, _ in chunks if c > 0]
+        if n and not chunks and not (self.waiting and
+                                     self.admissible(available - need_dec, budget)):
+            if not (sim.link and self.link_down(t)):
+                g_done, i, entry = self.done_heap[0]
+                if self.dec.get(i) is not entry:   # a stale entry on top
+                    g_done = self.done_top()
+                ends = g_done - self.G + 1
+                # enough room for every decoder's blocks up to the first end (most often)
+                horizon = ends if n * (ends // self.B + 1) <= available else \
+                    self.blocks_horizon(available, ends)
+                if self.waiting and cache.hash_blocks and len(self.running) < sim.cfg.max_batch:
+                    # evicting cached prefixes can change what the queue's head needs: stretch
+                    # only while the decoders' new blocks come from free room
+                    horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
+                if horizon:
+                    self.start_stretch(t, n, horizon)
+                    return
+        if need:
+            cache.allocate(need)
+        if chunks:
+            own = sim.own
+            for i, _, blocks in chunks:
+                own[i] += blocks
+            chunks = [(i, c) for i, c, _ in chunks if c > 0]
+        else:
+            chunks = []
         new_dec: list[int] = []
-        swap_in = self.admit(t, budget, chunks, new_dec)
+        swap_in = self.admit(t, budget, chunks, new_dec) if self.waiting and budget > 0 else 0
         self.launch(t, chunks, new_dec, swap_in)
+
+    def plan_chunks(self, budget: int, need: int) -> tuple[list, int, int]:
+        """The next chunk of every running request still prefilling, in (class, arrival)
+        order: ``[(i, tokens, new blocks)]``, the blocks needed in all (``need`` plus
+        theirs) and the budget left."""
+        sim, B = self.sim, self.B
+        computed, target = sim.computed, self.target
+        chunks = []
+        for key in self.prefilling:
+            i = key[2]
+            c = min(target[i] - computed[i], budget)
+            if c <= 0:
+                chunks.append((i, 0, 0))
+                continue
+            blocks = -(-(computed[i] + c) // B) - self.held(i)
+            chunks.append((i, c, blocks))
+            budget -= c
+            need += blocks
+        return chunks, need, budget
 
     def link_down(self, t: float) -> bool:
         """A link this replica's pipeline crosses is down (iterations wait: no stretches)."""
@@ -217,8 +244,10 @@ class FastEngine(SchedulerBase):
             return False
         head = self.waiting[0]
         if len(self.running) < self.sim.cfg.max_batch:
-            tokens, _, room = self.first_chunk(head[2], budget)
-            if tokens is not None and room <= available:
+            first = self.first_chunk(head[2], budget)
+            if not self.cache.hash_blocks:   # no prefix lookups: admit may reuse it
+                self.head_chunk = (head[2], budget, first)
+            if first[0] is not None and first[2] <= available:
                 return True
         # a higher class would preempt a lower one to get in
         return self.priority and bool(self.running) and \
@@ -240,8 +269,11 @@ class FastEngine(SchedulerBase):
                 return None, 0, 0
             blocks = -(-(sim.computed[i] + tokens) // B)
             return tokens, blocks, blocks
-        hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
-        start = hits * cache.hash_block_tokens
+        if cache.hash_blocks:
+            hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
+            start = hits * cache.hash_block_tokens
+        else:
+            hits = unpinned = start = 0
         todo = target - start
         if sim.cfg.chunked_prefill:
             tokens = min(todo, budget)
@@ -262,8 +294,13 @@ class FastEngine(SchedulerBase):
             prio, arr, i = self.waiting[0]
             fits = len(self.running) < cfg.max_batch
             if fits:
-                tokens, blocks, room = self.first_chunk(i, budget)
-                fits = tokens is not None and room <= cache.available
+                head = self.head_chunk
+                if head is not None and head[0] == i and head[1] == budget:
+                    tokens, blocks, room = head[2]    # as admissible() found it just now
+                else:
+                    tokens, blocks, room = self.first_chunk(i, budget)
+                fits = tokens is not None and \
+                    room <= cache.total_blocks - cache.used + cache.evictable
             if not fits:
                 if not self.priority or not self.running:
                     break
@@ -272,8 +309,7 @@ class FastEngine(SchedulerBase):
                     break
                 budget += self.unschedule(victim[2], t, chunks)
                 continue
-            self.pop_waiting()
-            key = (prio, arr, i)
+            key = self.pop_waiting()
             self.running[i] = key
             if sim.ready[i]:
                 sim.ready[i] = False
@@ -301,6 +337,7 @@ class FastEngine(SchedulerBase):
                 if sim.scheduled[i] != sim.scheduled[i]:   # NaN: first time
                     sim.scheduled[i] = t
             budget -= tokens
+        self.head_chunk = None
         return swap_in
 
     def prefilling_add(self, key) -> None:
@@ -411,8 +448,11 @@ class FastEngine(SchedulerBase):
             self.swap_out = 0
         self.plan = ("step", t, chunks, new_dec)
         self.version += 1
-        sim.push(t + d, END, self, self.version)
-        self.note_kv(t)
+        sim.seq += 1             # sim.push, inline
+        heapq.heappush(sim.heap, (t + d, END, sim.seq, self, self.version))
+        cache = self.cache
+        if cache.used - cache.evictable != self.kv_noted:
+            self.note_kv(t)
 
     def start_stretch(self, t: float, n: int, horizon: int) -> None:
         """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
@@ -428,7 +468,9 @@ class FastEngine(SchedulerBase):
         s0 = self.dec_base + n * (self.G + 1)
         self.plan = ["stretch", t, k, a, b, s0, n, 0]   # the last: iterations with blocks
         self.version += 1
-        sim.push(t + k * a + b * (k * s0 + n * k * (k - 1) / 2), END, self, self.version)
+        sim.seq += 1             # sim.push, inline
+        heapq.heappush(sim.heap, (t + k * a + b * (k * s0 + n * k * (k - 1) / 2), END, sim.seq,
+                                  self, self.version))
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
@@ -487,45 +529,61 @@ class FastEngine(SchedulerBase):
 
     # -- ends --------------------------------------------------------------------------------
     def step_end(self, t: float) -> None:
+        """The iteration or stretch in flight ends at t: tokens out, prompts and requests
+        done; then the next starts (at once when nothing else is due at t)."""
         sim = self.sim
-        plan = self.plan
-        if plan[0] == "stretch":
-            _, t0, k, a, b, s0, n, taken = plan
-            self.cache.allocate(self.need_over(k) - (self.need_over(taken) if taken else 0))
-            gaps = sim.gaps
-            gaps.first.append(a + b * s0)
-            gaps.step.append(b * n)
-            gaps.count.append(k)
-            gaps.weights.extend(self.cls_count)
-            self.G += k
-            sim.iterations += k
+        if self.plan[0] == "stretch":
+            self.end_stretch()
         else:
-            _, t0, chunks, new_dec = plan
-            d = t - t0
-            weights = list(self.cls_count)
-            for i in new_dec:
-                weights[sim.cls[i]] -= 1
-                sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
-            sim.gaps.add(d, 0.0, 1, weights)
-            self.G += 1
-            sim.iterations += 1
-            for i, c in chunks:
-                sim.computed[i] += c
-                if sim.computed[i] >= self.target[i]:
-                    self.prompt_done(i, t)
+            self.end_iteration(t)
         heap = self.done_heap
         if heap and heap[0][0] < self.G:
             self.finish_decoders(t)
-        used = self.cache.used - self.cache.evictable
-        if used != self.kv_noted:
+        cache = self.cache
+        if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
         self.plan = None
         self.version += 1
-        if sim.quiet_until_after(t):
-            sim.events += 1
-            self.step_start(t)     # nothing else happens at t: start the next one at once
+        events = sim.heap
+        if sim.next_arrival_s > t and (not events or events[0][0] > t):
+            sim.events += 1        # nothing else is due at t (sim.quiet_until_after, inline):
+            self.step_start(t)     # start the next one at once
         else:
             sim.push(t, START, self, self.version)
+
+    def end_stretch(self) -> None:
+        """A stretch ends: its KV blocks taken, its gaps recorded as one progression."""
+        _, t0, k, a, b, s0, n, taken = self.plan
+        blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
+        if blocks:
+            self.cache.allocate(blocks)
+        sim = self.sim
+        gaps = sim.gaps           # one run of the progression (GapRecord.add_run, in place)
+        gaps.first.append(a + b * s0)
+        gaps.step.append(b * n)
+        gaps.count.append(k)
+        gaps.weights.extend(self.cls_count)
+        self.G += k
+        sim.iterations += k
+
+    def end_iteration(self, t: float) -> None:
+        """One iteration ends: every decoder's gap, prompts whose last chunk ran."""
+        sim = self.sim
+        _, t0, chunks, new_dec = self.plan
+        weights = self.cls_count
+        if new_dec:        # their gaps run from their last token (a KV move) instead
+            weights = list(weights)
+            for i in new_dec:
+                weights[sim.cls[i]] -= 1
+                sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
+        sim.gaps.add(t - t0, 0.0, 1, weights)
+        self.G += 1
+        sim.iterations += 1
+        computed, target = sim.computed, self.target
+        for i, c in chunks:
+            computed[i] += c
+            if computed[i] >= target[i]:
+                self.prompt_done(i, t)
 
     def prompt_done(self, i: int, t: float) -> None:
         sim = self.sim
@@ -602,16 +660,20 @@ def _sum_s(k: int, a: float, b: float, s0: float, n: int) -> float:
 
 
 def _first_boundary_at_or_after(dt: float, a: float, b: float, s0: float, n: int) -> int:
-    """The least k >= 1 with (sum of the first k iteration times) >= dt."""
+    """The least k >= 1 with (sum of the first k iteration times) >= dt (the sums computed
+    exactly as :func:`_sum_s` does, inline: this runs once an arrival)."""
     qa, qb = b * n / 2, a + b * s0 - b * n / 2
     if qa > 0:
         k = (-qb + math.sqrt(qb * qb + 4 * qa * dt)) / (2 * qa)
     else:
         k = dt / qb
     k = max(1, math.ceil(k))
-    while k > 1 and _sum_s(k - 1, a, b, s0, n) >= dt:
-        k -= 1
-    while _sum_s(k, a, b, s0, n) < dt:
+    while k > 1:
+        j = k - 1
+        if j * a + b * (j * s0 + n * j * (j - 1) / 2) < dt:
+            break
+        k = j
+    while k * a + b * (k * s0 + n * k * (k - 1) / 2) < dt:
         k += 1
     return k
 

@@ -26,7 +26,8 @@ from ..errors import InputError
 from .catalog import GPU
 
 __all__ = ["Efficiency", "efficiency", "matmul_s", "elementwise_s", "embedding_s",
-           "prefill_attention_s", "decode_attention_s", "allreduce_s", "allgather_s", "send_s"]
+           "prefill_attention_s", "prefill_attention_rates", "decode_attention_s",
+           "allreduce_s", "allgather_s", "send_s"]
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,15 @@ def embedding_s(eff: Efficiency, gpu: GPU, nbytes, floor_s=None):
 def prefill_attention_s(eff: Efficiency, gpu: GPU, flops, kv_bytes):
     """Seconds of prefill attention work of ``flops`` reading ``kv_bytes`` of K and V, without
     the kernel's fixed time (one attention kernel serves the whole batch)."""
-    compute = flops / (gpu.tflops_bf16 * 1e12 * eff.prefill_attention_flops_share)
-    memory = kv_bytes / (gpu.hbm_gb_s * 1e9 * eff.decode_attention_hbm_share)
-    return _blend(compute, memory, eff.roofline_blend)
+    flop_rate, byte_rate = prefill_attention_rates(eff, gpu)
+    return _blend(flops / flop_rate, kv_bytes / byte_rate, eff.roofline_blend)
+
+
+def prefill_attention_rates(eff: Efficiency, gpu: GPU) -> tuple:
+    """(FLOP/s, bytes/s) prefill attention reaches: what :func:`prefill_attention_s` divides
+    by (a caller asking millions of times keeps them)."""
+    return (gpu.tflops_bf16 * 1e12 * eff.prefill_attention_flops_share,
+            gpu.hbm_gb_s * 1e9 * eff.decode_attention_hbm_share)
 
 
 def decode_attention_s(eff: Efficiency, gpu: GPU, kv_bytes):

@@ -57,13 +57,15 @@ class KVCache:
         """Take ``blocks`` blocks, evicting unpinned cache entries (LRU first) if needed."""
         if blocks <= 0:
             return True
-        if blocks > self.available:
+        free = self.total_blocks - self.used
+        if blocks > free + self.evictable:
             return False
-        while self.total_blocks - self.used < blocks:
+        while free < blocks:
             h = next(h for h, pins in self.entries.items() if pins == 0)
             del self.entries[h]
             self.used -= self.hash_blocks
             self.evictable -= self.hash_blocks
+            free += self.hash_blocks
         self.used += blocks
         if self.used - self.evictable > self.peak_used:
             self.peak_used = self.used - self.evictable

@@ -95,6 +95,7 @@ def span(run: Run) -> tuple[float, float]:
 
 def figures(run: Run, class_id: int | None = None) -> Figures:
     """The run's figures, overall (``class_id`` None) or for one class."""
+    itl = gap_quantiles(run.gaps, (50, 95), class_id)   # first: its arrays are the largest
     req = run.requests
     mask = np.ones(len(req), bool) if class_id is None else req.class_id == class_id
     mask &= ~np.isnan(run.arrival_s)        # closed loop: requests never sent don't count
@@ -108,7 +109,6 @@ def figures(run: Run, class_id: int | None = None) -> Figures:
     queue = run.scheduled_s[done] - arr
     many = out >= 2
     tpot = (end[many] - first[many]) / (out[many] - 1)
-    itl = gap_quantiles(run.gaps, (50, 95), class_id)
     met = met_slo(run) & mask
     return Figures(
         arrived=int(mask.sum()),
@@ -157,9 +157,11 @@ class _Gaps:
 
     def __init__(self, first, step, count, weight):
         single = (count == 1) | (step == 0)
-        order = np.argsort(first[single], kind="stable")
-        self.values = first[single][order]
-        self.cum = np.concatenate([[0], np.cumsum((count * weight)[single][order])])
+        values = first[single]
+        order = np.argsort(values, kind="stable")
+        self.values = values[order]
+        self.cum = np.concatenate([[0], np.cumsum((count[single] * weight[single])[order])])
+        del values, order
         run = ~single
         self.first, self.step = first[run], step[run]
         self.count, self.weight = count[run], weight[run]
@@ -180,23 +182,25 @@ class _Gaps:
         return int(self.cum[np.searchsorted(self.values, x, side="right")]
                    + np.sum((j + 1) * self.weight))
 
-    def guess(self, k: int) -> float:
-        """A value near the k-th smallest: each run stood in for by its middle."""
-        mid = self.first + self.step * (self.count - 1) / 2
-        vals = np.concatenate([self.values, mid])
-        w = np.concatenate([np.diff(self.cum), self.count * self.weight])
+    def guesses(self, ks) -> list[float]:
+        """Values near the k-th smallest for each k of ``ks``: each run stood in for by its
+        middle (one sort for all of them, its arrays freed as it goes)."""
+        vals = np.concatenate([self.values, self.first + self.step * (self.count - 1) / 2])
         order = np.argsort(vals, kind="stable")
-        at = np.searchsorted(np.cumsum(w[order]), k + 1)
-        return float(vals[order][min(at, len(vals) - 1)])
+        vals = vals[order]
+        cum = np.concatenate([np.diff(self.cum), self.count * self.weight])[order]
+        del order
+        np.cumsum(cum, out=cum)
+        at = np.searchsorted(cum, np.asarray(ks, dtype=np.int64) + 1)
+        return [float(vals[min(a, len(vals) - 1)]) for a in at]
 
-    def kth(self, k: int) -> float:
-        """The k-th smallest gap (0-based)."""
+    def kth(self, k: int, g: float) -> float:
+        """The k-th smallest gap (0-based), searched from ``g`` (a guess near it)."""
         lows = [v for v in (self.values[:1], self.first) if len(v)]
         highs = [v for v in (self.values[-1:], self.first + self.step * (self.count - 1))
                  if len(v)]
         lo = float(np.nextafter(min(float(v.min()) for v in lows), -np.inf))
         hi = float(max(float(v.max()) for v in highs))
-        g = self.guess(k)
         width = max(abs(g) * 1e-6, 1e-12)
         # bracket the answer around the guess, widening until it is inside
         while True:
@@ -241,17 +245,28 @@ def gap_quantiles(gaps: GapRecord, qs=(50, 95), class_id: int | None = None) -> 
     """Percentiles of the pooled inter-token gaps (numpy's linear interpolation), overall or
     for one class, computed on the runs without expanding them."""
     first, step, count, w = gaps.arrays()
-    weight = w.sum(axis=1) if class_id is None else w[:, class_id]
+    if class_id is None:
+        weight = w[:, 0] if w.shape[1] == 1 else w.sum(axis=1)
+    else:
+        weight = w[:, class_id]
     keep = weight > 0
-    g = _Gaps(first[keep], step[keep], count[keep], weight[keep])
+    if not keep.all():
+        first, step, count, weight = first[keep], step[keep], count[keep], weight[keep]
+    del keep
+    g = _Gaps(first, step, count, weight)
     if g.total == 0:
         return [float("nan")] * len(qs)
-    out = []
+    wanted = []          # per q: (h, the ranks its interpolation needs)
     for q in qs:
         h = (g.total - 1) * q / 100
         lo = int(np.floor(h))
-        a = g.kth(lo)
-        b = g.kth(lo + 1) if lo + 1 < g.total and h > lo else a
+        wanted.append((h, lo, lo + 1 if lo + 1 < g.total and h > lo else None))
+    ranks = sorted({k for _, lo, hi in wanted for k in (lo, hi) if k is not None})
+    value = {k: g.kth(k, near) for k, near in zip(ranks, g.guesses(ranks), strict=True)}
+    out = []
+    for h, lo, hi in wanted:
+        a = value[lo]
+        b = value[hi] if hi is not None else a
         out.append(a + (h - lo) * (b - a))
     return out
 

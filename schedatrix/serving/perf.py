@@ -35,7 +35,7 @@ from .kernels import (
     elementwise_s,
     embedding_s,
     matmul_s,
-    prefill_attention_s,
+    prefill_attention_rates,
     send_s,
 )
 from .shard import LayerShard
@@ -68,10 +68,11 @@ class PerformanceModel(Protocol):
 
 
 def _check_batch(prefill_chunks: Iterable, n_decode: int, decode_context_tokens) -> list:
-    chunks = [tuple(c) for c in prefill_chunks]
+    chunks = prefill_chunks if type(prefill_chunks) is list else list(prefill_chunks)
     for c in chunks:
         if len(c) != 2 or c[0] < 1 or c[1] < 0:
-            raise InputError(f"prefill_chunks: {c!r} is not (new_tokens >= 1, cached_tokens >= 0)")
+            raise InputError(f"prefill_chunks: {tuple(c)!r} is not (new_tokens >= 1, "
+                             "cached_tokens >= 0)")
     if n_decode < 0:
         raise InputError(f"n_decode: {n_decode} decoding requests; must be >= 0")
     if decode_context_tokens < 0 or (n_decode == 0 and decode_context_tokens):
@@ -116,8 +117,13 @@ class PerfModel:
         self._decode_per_token_s = (self.model.layers * decode_attention_s(
             self.eff, self.gpu, self.shard.kv_bytes_per_token))
         self._parts = lru_cache(maxsize=1 << 16)(self._parts_uncached)
-        self._tok_table = np.zeros(0)
-        self._seq_table = np.zeros(0)
+        self._tok_table: list[float] = []
+        self._seq_table: list[float] = []
+        # what prefill attention needs per chunk, kept (shard properties compute each time)
+        self._attention_terms = (self.shard.attention_flops_per_pair,
+                                 self.shard.kv_bytes_per_token,
+                                 *prefill_attention_rates(self.eff, self.gpu),
+                                 self.eff.roofline_blend)
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
@@ -131,10 +137,15 @@ class PerfModel:
         prefilling request; ``n_decode`` requests decode one token each, attending over
         ``decode_context_tokens`` tokens in all. An empty batch takes 0 s."""
         chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
-        tokens = sum(c[0] for c in chunks) + n_decode
+        tokens = n_decode
+        for c in chunks:
+            tokens += c[0]
         if tokens == 0:
             return 0.0
-        seconds = self._token_s(tokens) + self._seq_s(len(chunks) + n_decode)
+        seqs = len(chunks) + n_decode
+        tok, seq = self._tok_table, self._seq_table   # _token_s, _seq_s inline when in range
+        seconds = ((tok[tokens] if tokens < len(tok) else self._token_s(tokens))
+                   + (seq[seqs] if seqs < len(seq) else self._seq_s(seqs)))
         if chunks:
             seconds += self._prefill_attention_s(chunks)
         return seconds + self._decode_per_token_s * decode_context_tokens
@@ -239,8 +250,8 @@ class PerfModel:
         if tokens >= len(table):
             size = 1 << max(tokens, 1024).bit_length()
             t = np.arange(size, dtype=float)
-            self._tok_table = table = self._split_parts(t, np.ones_like(t))[0]
-        return float(table[tokens])
+            self._tok_table = table = self._split_parts(t, np.ones_like(t))[0].tolist()
+        return table[tokens]
 
     def _seq_s(self, seqs: int) -> float:
         """Seconds that depend on the sequences emitting a token only (LM head, logits,
@@ -249,8 +260,8 @@ class PerfModel:
         if seqs >= len(table):
             size = 1 << max(seqs, 512).bit_length()
             q = np.arange(size, dtype=float)
-            self._seq_table = table = self._split_parts(np.ones_like(q), q)[1]
-        return float(table[seqs])
+            self._seq_table = table = self._split_parts(np.ones_like(q), q)[1].tolist()
+        return table[seqs]
 
     def _split_parts(self, tokens, seqs):
         """(token part, sequence part) of an iteration's time, elementwise over arrays; their
@@ -298,12 +309,14 @@ class PerfModel:
         return float(layer), float(first), float(last), float(in_node), float(cross), float(total)
 
     def _prefill_attention_s(self, chunks: list) -> float:
-        sh = self.shard
+        """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic)."""
+        flops_per_pair, kv_bytes_per_token, flop_rate, byte_rate, p = self._attention_terms
         total = 0.0
         for new, cached in chunks:
             pairs = new * cached + new * (new + 1) // 2  # causal: token i sees cached + i keys
-            total += prefill_attention_s(self.eff, self.gpu, pairs * sh.attention_flops_per_pair,
-                                         (cached + new) * sh.kv_bytes_per_token)
+            compute = pairs * flops_per_pair / flop_rate
+            memory = (cached + new) * kv_bytes_per_token / byte_rate
+            total += (compute**p + memory**p) ** (1.0 / p)
         return float(self.model.layers * total)
 
 

@@ -45,6 +45,13 @@ class GapRecord:
             self.count.append(count)
             self.weights.extend(weights)
 
+    def add_run(self, first_s: float, step_s: float, count: int, weights) -> None:
+        """:meth:`add` without its checks (the caller knows count >= 1 and some weight)."""
+        self.first.append(first_s)
+        self.step.append(step_s)
+        self.count.append(count)
+        self.weights.extend(weights)
+
     def add_one(self, gap_s: float, class_id: int) -> None:
         w = [0] * self.classes
         w[class_id] = 1

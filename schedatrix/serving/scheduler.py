@@ -64,11 +64,12 @@ class SchedulerBase:
         used = self.cache.used - self.cache.evictable
         if used != self.kv_noted:
             sim = self.sim
-            if sim.kv_t and sim.kv_t[-1] == t:
+            if sim.kv_last_t == t:
                 sim.kv_delta[-1] += used - self.kv_noted
             else:
                 sim.kv_t.append(t)
                 sim.kv_delta.append(used - self.kv_noted)
+                sim.kv_last_t = t
             self.kv_noted = used
 
     def release_request(self, i: int) -> None:
