@@ -344,8 +344,12 @@ def recovery_figure(study: FaultStudy):
     ax = fig.subplots(2, 1, sharex=True)
     (s0, p0, g0), (s1, p1, g1) = study.baseline_series, study.series
     ax[0].plot(s0, p0, drawstyle="steps-post", color="#9a9a9a", lw=1, label="without the fault")
-    ax[0].plot(s1, np.minimum(p1, 1e3), drawstyle="steps-post", color="#3b75af",
-               label="with it")
+    ax[0].plot(s1, np.where(np.isfinite(p1), p1, np.nan), drawstyle="steps-post",
+               color="#3b75af", label="with it")
+    window = study.figures.window_s
+    for k, start in enumerate(s for s, p in zip(s1, p1, strict=True) if p == np.inf):
+        ax[0].axvspan(start, start + window, color="#8c2d2d", alpha=0.45,
+                      label="p95 infinite: more than 5% failed" if k == 0 else None)
     ax[0].set_yscale("log")
     ax[0].yaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
     ax[0].yaxis.set_minor_formatter(lambda v, _pos: "")
