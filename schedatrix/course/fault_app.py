@@ -78,7 +78,9 @@ def fault_study(requests: Requests, design: Design, fault: Fault,
     run = simulate(requests, design, faults=(fault,), resilience=resilience)
     tick()
     figs = fault_figures(run, base, window_s)
-    start = float(np.min(requests.arrival_s))
+    first = float(np.min(requests.arrival_s))
+    # window edges on the fault's time, as the recovery time's windows are
+    start = fault.at_s - window_s * max(0, int(np.ceil((fault.at_s - first) / window_s)))
     end = float(np.nanmax(np.where(np.isnan(run.done_s), run.arrival_s, run.done_s)))
     study = FaultStudy(fault, base, run, figs[0], figures(run), windowed(run, start, end, window_s),
                        windowed(base, start, end, window_s))
@@ -352,7 +354,7 @@ def recovery_figure(study: FaultStudy):
                       label="p95 infinite: more than 5% failed" if k == 0 else None)
     ax[0].set_yscale("log")
     ax[0].yaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
-    ax[0].yaxis.set_minor_formatter(lambda v, _pos: "")
+    ax[0].yaxis.set_minor_formatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else "")
     ax[0].set_ylabel("p95 TTFT (s)")
     ax[1].plot(s0, g0, drawstyle="steps-post", color="#9a9a9a", lw=1)
     ax[1].plot(s1, g1, drawstyle="steps-post", color="#3b75af")
