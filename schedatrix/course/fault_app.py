@@ -139,14 +139,15 @@ class FaultApp:
 
     def _build(self) -> None:
         style = {"description_width": "150px"}
+        buttons = {"description_width": "150px", "button_width": "180px"}
         last = int(self.duration_s - 60)
         self.knobs = {
             "kind": widgets.ToggleButtons(
                 options=[("worker crash", "worker"), ("node failure", "node"),
                          ("drain (planned restart)", "drain")],
-                value="worker", description="Fault", style=style),
+                value="worker", description="Fault", style=buttons),
             "target": widgets.ToggleButtons(options=self._targets("worker"), value=0,
-                                            description="Which replica", style=style),
+                                            description="Which replica", style=buttons),
             "at_s": widgets.IntSlider(value=min(120, last), min=30, max=last, step=10,
                                       description="Strikes at (s)", continuous_update=False,
                                       style=style, layout=widgets.Layout(width="520px")),
@@ -231,9 +232,12 @@ class FaultApp:
         """The timeline of the fault the knobs describe (cheap: no simulation)."""
         self.redraws += 1
         fault = self.fault()
+        if self.plots_on:
+            self.timeline.value = self._timeline_png(fault)
+        # the plan after the picture: a page that shows the new plan has the new picture too
         self.plan.value = f"<p class='sx-f-plan-text'>{html.escape(self.plan_text(fault))}</p>"
-        if not self.plots_on:
-            return
+
+    def _timeline_png(self, fault: Fault) -> bytes:
         from matplotlib.figure import Figure
         n = len(self.layout.replicas)
         fig = Figure(figsize=(9, 0.5 + 0.42 * n))
@@ -263,7 +267,7 @@ class FaultApp:
                  "dark: crashed, router unaware; red: down; orange: loading weights")
         ax.set_title(f"{fault.text()}  ({label})", fontsize=9, loc="left")
         fig.tight_layout()
-        self.timeline.value = _png(fig)
+        return _png(fig)
 
     # ----- heavy: the run ---------------------------------------------------------------
     def requests(self) -> Requests:
@@ -354,7 +358,8 @@ def recovery_figure(study: FaultStudy):
                       label="p95 infinite: more than 5% failed" if k == 0 else None)
     ax[0].set_yscale("log")
     ax[0].yaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
-    ax[0].yaxis.set_minor_formatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else "")
+    ax[0].yaxis.set_minor_formatter(
+        lambda v, _pos: f"{v:g}" if f"{v:g}".lstrip("0.")[:1] in ("2", "5") else "")
     ax[0].set_ylabel("p95 TTFT (s)")
     ax[1].plot(s0, g0, drawstyle="steps-post", color="#9a9a9a", lw=1)
     ax[1].plot(s1, g1, drawstyle="steps-post", color="#3b75af")
