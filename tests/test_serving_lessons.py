@@ -464,7 +464,7 @@ def test_10_the_noisy_neighbour():
     assert "one class of service  quiet: p95 TTFT  439 ms, p95 TPOT  76 ms,  85.8% in SLO" \
         in text
     says("10", "Isolated, the quiet tenant keeps a p95 TPOT of 19 ms and 99.7% within its SLOs; "
-               "the noisy tenant has 1,289 requests rejected during its burst")
+               "the noisy tenant has 1,289 requests rejected")
     assert "p95 TPOT  19 ms,  99.7% in SLO | noisy: 1,289 rejected" in text
     from schedatrix.serving.admission import OVER_RATE
     from schedatrix.serving.isolation import noisy_neighbour
@@ -622,3 +622,16 @@ def test_12_when_one_machine_will_do():
                "a p95 TTFT of 200 s), and the cheapest passing design is 1 x TP2")
     assert "1 x TP1  p95 TTFT 200553 ms, KV peak  96%: FAIL" in text
     assert "Cheapest design meeting the SLOs: 1 x TP2 (2 GPUs" in text
+
+
+def test_the_serving_docs_quote_lesson_10():
+    docs = " ".join((NOTEBOOKS.parent / "docs" / "serving.md").read_text().split())
+    assert ("the prefix-aware router finds 64.6% of prompt tokens cached against round robin's "
+            "32.2%") in docs
+    assert ("session affinity puts 68% of the load on one replica (p95 TTFT 1,242 ms) while the "
+            "prefix-aware router keeps 87.1% cached with the load even (518 ms)") in docs
+    rows, hot = router_rows("10", "for name in ROUTERS:"), router_rows("10", "hot = shared_")
+    assert (rows["prefix"][1], rows["round-robin"][1]) == ("64.6%", "32.2%")
+    assert (hot["session"][5], hot["session"][3], hot["prefix"][1], hot["prefix"][3]) == (
+        "68%", "1242ms", "87.1%", "518ms")
+    assert "39% of them" in printed("10", "hot = shared_")
