@@ -10,7 +10,8 @@ three candidates picked, Compare pressed, the answer compared with the library's
 model sizes. Lesson 11 the same way: Run All, then the fault timeline: a node failure picked
 (the plan follows at once), then a crash of replica 1 clicked and run with its button, the
 figures compared with the library's. Lessons 10 and 12: Run All, no error on the page, each
-figure and the decision record screenshot. Skips, saying why, when Chromium or playwright is
+figure and the decision record screenshot; lesson 12's review app run with its button and its
+decision compared with the library's. Skips, saying why, when Chromium or playwright is
 missing; every wait is bounded and the servers are always stopped.
 """
 
@@ -371,8 +372,17 @@ def test_lessons_10_and_12_run_in_jupyterlab(lab, request):
                 images.nth(k).scroll_into_view_if_needed()
                 page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-figure-{k + 1}.png"))
             if stem == "12":
-                page.locator("h1:has-text('Decision record')").first.scroll_into_view_if_needed()
+                page.locator("h1:text-is('Decision record: serving design')").first \
+                    .scroll_into_view_if_needed()
                 page.screenshot(path=str(ARTIFACTS / "lesson-12-decision-record.png"))
+                from schedatrix.course.review_app import ReviewApp
+                expected = ReviewApp()
+                expected.review()
+                page.locator(".sx-r-run button, button.sx-r-run").first.click()
+                _wait_text(page, ".sx-r-result", expected.text().split(".")[0], 600_000)
+                assert _text(page, ".sx-r-result") == expected.text()
+                page.locator(".sx-r-result").first.scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / "lesson-12-review-app.png"))
         except Exception:
             page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-failure.png"))
             raise

@@ -116,6 +116,7 @@ class FaultApp:
         self.error = ""
         self.redraws = 0
         self._requests: Requests | None = None
+        self._timeline = None
         self._build()
         for knob in self.knobs.values():
             knob.observe(self._on_knob, names="value")
@@ -238,36 +239,49 @@ class FaultApp:
         self.plan.value = f"<p class='sx-f-plan-text'>{html.escape(self.plan_text(fault))}</p>"
 
     def _timeline_png(self, fault: Fault) -> bytes:
+        """The timeline's picture. The figure is built once (one row per replica, three bars
+        each: unnoticed, down, loading weights); a redraw moves the bars and renders it."""
+        if self._timeline is None:
+            self._timeline = self._timeline_figure()
+        fig, bars, title = self._timeline
+        hit = set(self.hit_replicas(fault))
+        check = self.resilience.health_check_s
+        load_s = reload_s(self.design, self.resilience)
+        if fault.kind == "drain":     # draining, then restarting: one bar
+            spans = ((fault.at_s, fault.down_s, "#f2a93b"), (0, 0, None), (0, 0, None))
+        else:
+            spans = ((fault.at_s, check, "#8c2d2d"),
+                     (fault.at_s + check, fault.down_s - check, "#c8443b"),
+                     (fault.at_s + fault.down_s, load_s, "#f2a93b"))
+        for r, row in enumerate(bars):
+            for bar, (left, width, color) in zip(row, spans, strict=True):
+                bar.set_visible(r in hit and width > 0)
+                bar.set_x(left)
+                bar.set_width(max(width, 0.0))
+                if color:
+                    bar.set_color(color)
+        label = ("drain: empties, then restarts" if fault.kind == "drain" else
+                 "dark: crashed, router unaware; red: down; orange: loading weights")
+        title.set_text(f"{fault.text()}  ({label})")
+        return _png(fig)
+
+    def _timeline_figure(self):
         from matplotlib.figure import Figure
         n = len(self.layout.replicas)
         fig = Figure(figsize=(9, 0.5 + 0.42 * n))
         ax = fig.subplots()
-        hit = set(self.hit_replicas(fault))
-        load_s = reload_s(self.design, self.resilience)
+        bars = []
         for r in range(n):
             ax.barh(r, self.duration_s, color="#d8e6f3", height=0.6)
-            if r not in hit:
-                continue
-            if fault.kind == "drain":
-                ax.barh(r, fault.down_s, left=fault.at_s, color="#f2a93b", height=0.6)
-            else:
-                ax.barh(r, self.resilience.health_check_s, left=fault.at_s, color="#8c2d2d",
-                        height=0.6)
-                ax.barh(r, fault.down_s - self.resilience.health_check_s,
-                        left=fault.at_s + self.resilience.health_check_s, color="#c8443b",
-                        height=0.6)
-                ax.barh(r, load_s, left=fault.at_s + fault.down_s, color="#f2a93b",
-                        height=0.6)
+            bars.append([ax.barh(r, 0.0, left=0.0, height=0.6)[0] for _ in range(3)])
         ax.set_yticks(range(n), [f"replica {r}" for r in range(n)], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, self.duration_s)
         ax.set_xlabel("time (s)", fontsize=8)
         ax.tick_params(labelsize=8)
-        label = ("drain: empties, then restarts" if fault.kind == "drain" else
-                 "dark: crashed, router unaware; red: down; orange: loading weights")
-        ax.set_title(f"{fault.text()}  ({label})", fontsize=9, loc="left")
+        title = ax.set_title(" ", fontsize=9, loc="left")
         fig.tight_layout()
-        return _png(fig)
+        return fig, bars, title
 
     # ----- heavy: the run ---------------------------------------------------------------
     def requests(self) -> Requests:
