@@ -158,12 +158,14 @@ def test_bursty_stream_reads_bursty(tmp_path):
 def test_assumed_capacity_is_said(tmp_path):
     text = EXAMPLE.read_text().replace('replica_capacity = "~6 requests/s per replica"', "")
     f = constant_rate_csv(tmp_path / "c.csv", {"small": 1.0, "large": 1.0}, seconds=120)
-    a = audit_files(parse_note(text), [(f, None)])
+    a = audit_files(parse_note(text), [(f, None)], Settings(capacity="assume"))
     assert a.pool("small").replica_rps_assumed and a.pool("small").replica_rps == 6
     assert any("Per-replica capacity of pool small was left blank" in x for x in a.notes)
     assert "[capacity assumed]" in "\n".join(verdict(a))
-    assert "(assumed: first pass)" in markdown(a)
+    assert "(assumed (first pass): the audit was told to assume)" in markdown(a)
+    assert "(from the note)" in markdown(a)          # the large pool's capacity is given
     assert to_json(a)["pools"]["small"]["replica_rps_assumed"] is True
+    assert to_json(a)["pools"]["small"]["replica_rps_source"] == "assumed"
 
 
 def test_packaged_hour_regenerates_byte_for_byte(tmp_path):

@@ -267,6 +267,28 @@ def test_05_the_bank():
     assert len(QUESTION_KINDS) == 10
 
 
+# ---------------------------------------------------------------------------- 06
+
+
+def test_06_what_the_simulator_says_of_each_pool():
+    from schedatrix.audit import packaged_hour, parse_note, run_audit, tally_traces
+    nb = json.loads(next(NOTEBOOKS.glob("06_*.ipynb")).read_text())
+    note_text = next("".join(c["source"]) for c in nb["cells"]
+                     if "".join(c["source"]).startswith("NOTE = "))
+    note_text = note_text.split('"""')[1]
+    blank = parse_note(note_text.replace('replica_capacity = "~6 requests/s per replica"', ""))
+    hour = packaged_hour()
+    a = run_audit(tally_traces(blank, [(hour["large"], "large"), (hour["small"], "small")]))
+    small, large = a.pool("small"), a.pool("large")
+    says("06", "More than twice the owner's figure")
+    assert small.replica_rps_source == "simulated" and small.replica_rps > 2 * 6
+    says("06", "The large pool can't be simulated at all: at 16-bit weights a 70B model needs "
+               "more memory than two A100s hold")
+    assert large.replica_rps_source == "assumed" and "does not fit" in large.replica_rps_basis
+    assert "(1-2 replicas at an assumed 3 req/s)" in prose("06")
+    assert large.replica_rps == 3
+
+
 @pytest.mark.parametrize("lesson", ["00", "01", "02", "03", "04", "05"])
 def test_every_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)

@@ -57,3 +57,10 @@ def test_errors_name_the_flag_typed_once(args, flag):
 def test_one_eviction_reads_as_one_card():
     r = _cli("month", "--cards", "5")
     assert "1 card evicted" in r.stdout and "1 cards" not in r.stdout
+
+
+def test_grade_names_a_failing_cell_as_the_student_counts_it():
+    from schedatrix.classroom.grade_folder import Limits, _explain
+    line = _explain({"where": "Cell 2", "text": "ValueError: rates must be positive"}, Limits())
+    assert line == ("code cell 3 (counting code cells from the top): ValueError: rates must be "
+                    "positive")

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, HOUR_WINDOW_ERROR, UNMET_CAP
+from .capacity import CAPACITY_MODES, derive_capacity
 from .convert import MAX_TOKENS
 from .needs import PoolSizing, size_pool
 from .note import MAX_REPLICA_RPS, MIN_REPLICA_RPS, FleetNote, PoolConfig
@@ -37,7 +38,9 @@ class Settings:
     `route_below` is the routing what-if's input-token threshold (None: no what-if);
     `route_from` / `route_to` default to the large and the small pool; `gap_s`: an empty
     stretch longer than this many seconds (and than a bucket) is a gap, left out of the
-    window (:mod:`.window`)."""
+    window (:mod:`.window`); `capacity`: how a capacity the note left blank is filled,
+    "simulate" (ask the serving simulator where it can answer, :mod:`.capacity`) or
+    "assume" (the form's first-pass figure)."""
 
     headroom: float = 0.10
     delay_buckets: int = 1
@@ -46,8 +49,12 @@ class Settings:
     route_from: str | None = None
     route_to: str | None = None
     gap_s: int = DEFAULT_GAP_S
+    capacity: str = "simulate"
 
     def __post_init__(self):
+        if self.capacity not in CAPACITY_MODES:
+            raise InputError(f"capacity = {self.capacity!r}: must be one of "
+                             f"{', '.join(CAPACITY_MODES)}")
         if not (_is_number(self.headroom) and 0 <= self.headroom <= 10):
             raise InputError(f"headroom = {self.headroom!r}: must be a share from 0 to 10 "
                              "(0.10 = 10%)")
@@ -114,6 +121,8 @@ class PoolAudit:
     config: PoolConfig
     replica_rps: float
     replica_rps_assumed: bool
+    replica_rps_source: str     # "note", "given" (a setting), "simulated" or "assumed"
+    replica_rps_basis: str      # how it was found, in a sentence
     n_requests: int
     requests: np.ndarray
     tokens: np.ndarray
@@ -318,13 +327,18 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
     pools, raw, relabelled = [], {}, False
     for cfg, pt in zip(note.pools, tally.pools, strict=True):
         requests, tokens = _per_piece(pt, window, nb)
-        override = settings.replica_rps.get(cfg.pool_id)
-        rps = override if override is not None else cfg.replica_rps
-        assumed = override is None and cfg.replica_rps_assumed
+        rps, source, basis = _capacity(note, cfg, pt, settings)
+        assumed = source == "assumed"
         if assumed:
             notes.append(f"Per-replica capacity of pool {cfg.pool_id} was left blank: the "
                          f"audit assumed the first-pass {rps:g} requests/s per replica "
-                         f"({cfg.role or 'unknown'}-model pool); refine it with the owner.")
+                         f"({cfg.role or 'unknown'}-model pool), as "
+                         f"{basis.split(': ', 1)[-1]}; refine it with the owner.")
+        elif source == "simulated":
+            notes.append(f"Per-replica capacity of pool {cfg.pool_id} was left blank: the "
+                         f"serving simulator found {rps:.3g} requests/s per replica "
+                         f"({basis.split(': ', 1)[-1]}); check it against the pool's own "
+                         "measurements.")
         sizing = size_pool(cfg, requests, tokens, duration, settings.headroom,
                            settings.delay_buckets, rps, window.delayed)
         per_s = pt.seconds.items()[1][:, 0]
@@ -354,7 +368,8 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
         reps, renamed = _replica_rates(pt, mean_rps, window_s)
         relabelled |= renamed
         pools.append(PoolAudit(
-            config=cfg, replica_rps=rps, replica_rps_assumed=assumed, n_requests=pt.n,
+            config=cfg, replica_rps=rps, replica_rps_assumed=assumed,
+            replica_rps_source=source, replica_rps_basis=basis, n_requests=pt.n,
             requests=requests, tokens=tokens, mean_rps=mean_rps,
             peak_rps=float(rate.max()) if len(rate) else 0.0,
             mean_tok_s=float(tokens.sum() / window_s),
@@ -408,6 +423,22 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
                  duration_s=duration, t_start_s=tally.t_min, t_end_s=tally.t_max,
                  files=files, pools=tuple(pools), routing=what_if,
                  notes=tuple(notes), window=window, warnings=warnings)
+
+
+def _capacity(note: FleetNote, cfg: PoolConfig, pt, settings: Settings
+              ) -> tuple[float, str, str]:
+    """(requests/s per replica, its source, how it was found) for one pool."""
+    override = settings.replica_rps.get(cfg.pool_id)
+    if override is not None:
+        return float(override), "given", "given in the audit's settings"
+    if not cfg.replica_rps_assumed:
+        return cfg.replica_rps, "note", "from the note"
+    if settings.capacity == "simulate":
+        answer = derive_capacity(note, cfg, pt.lengths)
+        if answer.rps is not None:
+            return answer.rps, "simulated", answer.basis
+        return cfg.replica_rps, "assumed", answer.basis
+    return cfg.replica_rps, "assumed", "assumed (first pass): the audit was told to assume"
 
 
 def _route_pool(note: FleetNote, name: str | None, role: str, flag: str) -> PoolConfig | None:

@@ -45,6 +45,10 @@ def add_audit_parser(subparsers) -> argparse.ArgumentParser:
                    help="autoscaler reaction delay in buckets (default 1)")
     p.add_argument("--replica-rps", metavar="POOL=RPS", action="append", default=[],
                    help="per-replica capacity in requests/s, overriding the note")
+    p.add_argument("--capacity", choices=("simulate", "assume"), default="simulate",
+                   help="a per-replica capacity the note leaves blank: ask the serving "
+                        "simulator where it knows the model and GPU (default), or assume the "
+                        "first-pass figure")
     p.add_argument("--route-below", metavar="TOKENS", type=int, default=DEFAULT_ROUTE_BELOW,
                    help="routing what-if: move the large pool's requests under this many "
                         f"input tokens to the small pool (default {DEFAULT_ROUTE_BELOW})")
@@ -108,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
                              ) from None
     settings = Settings(headroom=_headroom(args.headroom), delay_buckets=args.delay,
                         replica_rps=rps, route_below=None if args.no_route else args.route_below,
-                        route_from=args.route_from, route_to=args.route_to, gap_s=args.gap)
+                        route_from=args.route_from, route_to=args.route_to, gap_s=args.gap,
+                        capacity=args.capacity)
     prepare_out(args.out)  # a bad destination stops the audit before the reading
     files = [(t, pools.get(t)) for t in traces]
     quiet = args.quiet or args.json or not sys.stderr.isatty()

@@ -85,7 +85,8 @@ def verdict(a: Audit) -> list[str]:
             f"  {p.config.pool_id}: peak {p.peak_rps:.2f} req/s needs "
             f"{int(p.sizing.needed.max(initial=0))} replicas (max {p.config.max_replicas}), "
             f"unmet {_pct(c.unmet_share)}, convergence {_pct(c.convergence)}"
-            + (" [capacity assumed]" if p.replica_rps_assumed else ""))
+            + {"assumed": " [capacity assumed]", "simulated": " [capacity simulated]"}.get(
+                p.replica_rps_source, ""))
     if a.routing is not None:
         r = a.routing
         before = sum(s.ideal.gpu_hours for s in r.before.values())
@@ -207,6 +208,7 @@ def to_json(a: Audit) -> dict:
             "role": p.config.role, "models": list(p.config.models),
             "capacity": p.config.capacity_text, "gpus_per_replica": p.config.gpus_per_replica,
             "replica_rps": p.replica_rps, "replica_rps_assumed": p.replica_rps_assumed,
+            "replica_rps_source": p.replica_rps_source, "replica_rps_basis": p.replica_rps_basis,
             "requests": p.n_requests, "mean_rps": p.mean_rps, "peak_rps": p.peak_rps,
             "mean_tok_s": p.mean_tok_s,
             "input_tokens": vars(p.input_tokens), "output_tokens": vars(p.output_tokens),
@@ -292,8 +294,8 @@ def markdown(a: Audit) -> str:
     for p in a.pools:
         c, s = p.config, p.sizing
         out += ["", f"## Pool {c.pool_id}: {', '.join(c.models)}", "",
-                f"{c.capacity_text}; {p.replica_rps:g} requests/s per replica"
-                + (" (assumed: first pass)" if p.replica_rps_assumed else " (from the note)"),
+                f"{c.capacity_text}; {p.replica_rps:.3g} requests/s per replica "
+                f"({p.replica_rps_basis})",
                 ""]
         out += _table(["demand", "value"], [
             ["requests", f"{p.n_requests:,}"],

@@ -8,7 +8,10 @@ Per pool the tally keeps (:class:`~.sparse.Counts`, only the keys that occur):
   routing thresholds the what-if can use);
 - exact integer histograms of input and output tokens and of latencies in milliseconds
   (:class:`~.histogram.IntHistogram`, bounded by their caps), status counts, and requests per
-  replica id.
+  replica id;
+- a sample of (input, output) token pairs, the same whatever the chunks, files or merge order
+  (the ``SAMPLE_PAIRS`` rows whose hashed row code is least): the length mix the serving
+  simulator serves when the audit derives a replica's capacity (:mod:`.capacity`).
 
 Memory: about 40 bytes per distinct second and per distinct (bucket, bin), at most one of each
 per request, plus the histograms (8 bytes per token count up to 2**20, per latency millisecond
@@ -40,7 +43,7 @@ from .trace import TraceReader, peek_trace
 
 __all__ = ["Tally", "PoolTally", "TraceFile", "ROUTING_EDGES", "routing_edges",
            "tally_traces", "tally_file", "plan_files", "LATENCY_CAP_MS", "MAX_BUCKET_S",
-           "row_code", "row_of"]
+           "row_code", "row_of", "SAMPLE_PAIRS", "LengthSample"]
 
 #: Input-token edges the routing what-if can split at (a 1-1.5-2-3-5-7 series, 10 to 1e6).
 ROUTING_EDGES = tuple(int(m * 10**k) for k in range(1, 6) for m in (1, 1.5, 2, 3, 5, 7)) + (
@@ -50,6 +53,8 @@ LATENCY_CAP_MS = 600_000
 #: The longest bucket, in seconds (366 days).
 MAX_BUCKET_S = 366 * 86_400
 _LINE_BITS = 40
+#: The (input, output) pairs each pool's sample keeps.
+SAMPLE_PAIRS = 2000
 
 
 def row_code(file_index: int, lines: np.ndarray) -> np.ndarray:
@@ -72,6 +77,43 @@ def routing_edges(extra: Iterable[int] = ()) -> tuple[int, ...]:
     return tuple(sorted(set(ROUTING_EDGES) | set(extra)))
 
 
+def _mix(codes: np.ndarray) -> np.ndarray:
+    """splitmix64 of each row code: a bijection on 64 bits, so distinct rows never tie."""
+    z = codes.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@dataclass
+class LengthSample:
+    """A bottom-k sample of one pool's (input, output) token pairs: the ``SAMPLE_PAIRS`` rows
+    whose hashed row code is least. The hash, not the order of reading, picks the rows, so the
+    sample is the same whatever the chunks, the files' tallies or the order they merge in."""
+
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    input_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    output_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def add(self, keys: np.ndarray, input_tokens: np.ndarray, output_tokens: np.ndarray) -> None:
+        """Offer rows (their hashed codes and lengths); keep the least ``SAMPLE_PAIRS``."""
+        keys = np.concatenate([self.keys, keys])
+        inp = np.concatenate([self.input_tokens, np.asarray(input_tokens, np.int64)])
+        out = np.concatenate([self.output_tokens, np.asarray(output_tokens, np.int64)])
+        if len(keys) > SAMPLE_PAIRS:
+            keep = np.argpartition(keys, SAMPLE_PAIRS - 1)[:SAMPLE_PAIRS]
+            keys, inp, out = keys[keep], inp[keep], out[keep]
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.input_tokens, self.output_tokens = keys[order], inp[order], out[order]
+
+    def merge(self, other: LengthSample) -> None:
+        self.add(other.keys, other.input_tokens, other.output_tokens)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
 @dataclass
 class PoolTally:
     """Everything the audit keeps of one pool's requests (see the module docstring).
@@ -92,6 +134,7 @@ class PoolTally:
     n_status: int = 0
     n_errors: int = 0
     replicas: dict[str, int] = field(default_factory=dict)
+    lengths: LengthSample = field(default_factory=LengthSample)
     n: int = 0
 
     @property
@@ -108,6 +151,7 @@ class PoolTally:
             mine.merge(theirs)
         self.n_status += other.n_status
         self.n_errors += other.n_errors
+        self.lengths.merge(other.lengths)
         for r, c in other.replicas.items():
             self.replicas[r] = self.replicas.get(r, 0) + c
         self.n += other.n
@@ -196,6 +240,7 @@ class Tally:
                                   minlength=n_pools * k).reshape(n_pools, k).tolist()
         self.t_min = min(self.t_min, float(t.min()))
         self.t_max = max(self.t_max, float(t.max()))
+        self._sample(codes, chunk, pool)
         for p, pt in enumerate(self.pools):
             if not per_pool[p]:
                 continue
@@ -207,6 +252,22 @@ class Tally:
                 for name, c in zip(chunk.replica.names, by_pool[p], strict=True):
                     if c:
                         pt.replicas[name] = pt.replicas.get(name, 0) + c
+
+    def _sample(self, codes: np.ndarray, chunk: Chunk, pool: np.ndarray) -> None:
+        """Offer each pool's rows of a chunk to its length sample (only rows whose hash could
+        enter it: below the sample's current largest key once it is full)."""
+        keys = _mix(codes)
+        for p, pt in enumerate(self.pools):
+            mine = pool == p if len(self.pools) > 1 else slice(None)
+            k = keys[mine]
+            if len(pt.lengths) >= SAMPLE_PAIRS:
+                low = k < pt.lengths.keys[-1]
+                if not low.any():
+                    continue
+                pt.lengths.add(k[low], chunk.input_tokens[mine][low],
+                               chunk.output_tokens[mine][low])
+            elif len(k):
+                pt.lengths.add(k, chunk.input_tokens[mine], chunk.output_tokens[mine])
 
     def _bins(self, input_tokens: np.ndarray) -> np.ndarray:
         """Each request's input-length bin (a lookup table up to the last edge)."""

@@ -251,8 +251,9 @@ def _stop(process: subprocess.Popen) -> None:
 def _explain(failure: dict, limits: Limits) -> str:
     """One line for a cell nbval failed, from its report (never pytest's internals)."""
     where = str(failure.get("where", "notebook"))[:40]
-    if where.startswith("Cell "):
-        where = "cell " + where[5:]
+    if where.startswith("Cell ") and where[5:].isdigit():
+        # nbval counts code cells from 0; a student counts what they see, from 1
+        where = f"code cell {int(where[5:]) + 1} (counting code cells from the top)"
     text = _ANSI.sub("", str(failure.get("text", "")))
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if any("Timeout of" in line and "exceeded" in line for line in lines):

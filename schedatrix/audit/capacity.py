@@ -1,0 +1,101 @@
+"""Per-replica capacity the note left blank, asked of the serving simulator.
+
+When a pool's ``replica_capacity`` is blank, its model and the fleet's GPU are in the
+simulator's catalog (:mod:`schedatrix.serving.catalog`), the pool states a latency objective
+("TTFT p99 < 1 s", "E2E p95 < 8 s") and the trace gave the pool some requests, the audit asks
+:func:`schedatrix.serving.capacity.replica_capacity` for the highest request rate one replica
+(the pool's GPUs per replica, tensor parallel) sustains within every latency objective, on
+Poisson arrivals whose (input, output) lengths are drawn in pairs from the pool's sample
+(:class:`~.tally.LengthSample`). Otherwise it keeps the form's first-pass assumption and says
+why. Either way the report says which capacities were simulated and which assumed.
+
+The simulations take seconds, and the lesson's widgets re-run the audit at every knob turn, so
+answers are remembered by (model, GPU, GPUs per replica, objectives, the sample's bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import InputError
+from .note import FleetNote, PoolConfig
+from .tally import LengthSample
+
+__all__ = ["CapacityAnswer", "derive_capacity", "CAPACITY_MODES", "SIMULATED_REQUESTS"]
+
+#: How the audit fills a blank per-replica capacity: ask the simulator, or assume.
+CAPACITY_MODES = ("simulate", "assume")
+#: Requests each simulated rate serves (the search's noise falls as this grows).
+SIMULATED_REQUESTS = 2000
+
+
+@dataclass(frozen=True)
+class CapacityAnswer:
+    """rps : the capacity to use (None: keep the first-pass assumption)
+    source : "simulated" or "assumed"; basis : one sentence saying how it was found or why not
+    tried : (rate, objective figure in seconds, met) for every rate the search ran"""
+
+    rps: float | None
+    source: str
+    basis: str
+    tried: tuple = ()
+
+
+def derive_capacity(note: FleetNote, cfg: PoolConfig, sample: LengthSample) -> CapacityAnswer:
+    """The simulator's answer for one pool with a blank capacity (see the module docstring)."""
+    from ..serving.capacity import catalog_gpu, catalog_model
+
+    if len(cfg.models) != 1:
+        return _assumed(f"the pool serves {len(cfg.models)} models")
+    model = catalog_model(cfg.models[0])
+    if model is None:
+        return _assumed(f"the simulator's catalog has no model {cfg.models[0]!r}")
+    gpu = catalog_gpu(note.gpu_type)
+    if gpu is None:
+        return _assumed(f"the simulator's catalog has no GPU {note.gpu_type!r}")
+    objectives = tuple((o.metric, o.percentile, o.limit, o.inclusive, o.text)
+                       for o in cfg.objectives if o.metric in ("ttft", "e2e"))
+    if not objectives:
+        return _assumed("the note states no TTFT or E2E objective to hold a replica to")
+    if len(sample) == 0:
+        return _assumed("the traces hold no requests of this pool")
+    inp = np.ascontiguousarray(sample.input_tokens, np.int64)
+    out = np.ascontiguousarray(sample.output_tokens, np.int64)
+    digest = hashlib.sha256(inp.tobytes() + b"|" + out.tobytes()).hexdigest()
+    return _simulated(model, gpu, cfg.gpus_per_replica, objectives, digest, inp.tobytes(),
+                      out.tobytes())
+
+
+def _assumed(why: str) -> CapacityAnswer:
+    return CapacityAnswer(None, "assumed", f"assumed (first pass): {why}")
+
+
+@lru_cache(maxsize=64)
+def _simulated(model: str, gpu: str, tp: int, objectives: tuple, digest: str,
+               inp_bytes: bytes, out_bytes: bytes) -> CapacityAnswer:
+    from ..serving.capacity import replica_capacity
+
+    inp = np.frombuffer(inp_bytes, np.int64)
+    out = np.maximum(np.frombuffer(out_bytes, np.int64), 1)   # a request yields >= 1 token
+    inp = np.maximum(inp, 1)
+    best, tried, binding = None, [], None
+    for metric, pct, limit, inclusive, text in objectives:
+        try:
+            cap = replica_capacity(model, gpu, tp, inp, out, metric, pct, limit, inclusive,
+                                   requests=SIMULATED_REQUESTS)
+        except InputError as err:
+            return _assumed(f"one replica of {model} on {tp} x {gpu} can't be built: {err}")
+        tried += cap.tried
+        if best is None or cap.rate_rps < best:
+            best, binding = cap.rate_rps, text
+    where = (f"one replica of {model} on {tp} x {gpu}, serving {len(inp):,} of the pool's "
+             "(input, output) pairs")
+    if not best:
+        return CapacityAnswer(None, "assumed", f"assumed (first pass): the simulator's {where} "
+                              f"misses {binding} even at the lowest rate tried", tuple(tried))
+    return CapacityAnswer(best, "simulated", f"simulated: {where}, within {binding}",
+                          tuple(tried))
