@@ -377,7 +377,10 @@ def test_lessons_10_and_12_run_in_jupyterlab(lab, request):
                 page.screenshot(path=str(ARTIFACTS / "lesson-12-decision-record.png"))
                 from schedatrix.course.review_app import ReviewApp
                 expected = ReviewApp()
+                expected.knobs["designs"].value = ("3 x TP1", "4 x TP1")
                 expected.review()
+                page.locator(".sx-r-knob-designs select").first.select_option(
+                    ["3 x TP1", "4 x TP1"])
                 page.locator(".sx-r-run button, button.sx-r-run").first.click()
                 _wait_text(page, ".sx-r-result", expected.text().split(".")[0], 600_000)
                 assert _text(page, ".sx-r-result") == expected.text()
