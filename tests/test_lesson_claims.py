@@ -289,7 +289,7 @@ def test_06_what_the_simulator_says_of_each_pool():
     assert large.replica_rps == 3
 
 
-@pytest.mark.parametrize("lesson", ["00", "01", "02", "03", "04", "05"])
+@pytest.mark.parametrize("lesson", ["00", "01", "02", "03", "04", "05", "06"])
 def test_every_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
     assert "## Summary" in text and "**New terms:**" in text

@@ -18,6 +18,7 @@ from schedatrix.serving.isolation import noisy_neighbour
 from schedatrix.serving.load import Load, generate
 from schedatrix.serving.metrics import figures
 from schedatrix.serving.policy import Policy
+from schedatrix.serving.prefix_load import document_sessions
 from schedatrix.serving.record import COMPLETED, FAILED, UNFINISHED
 from schedatrix.serving.recovery import fault_figures
 from schedatrix.serving.reference import simulate_reference
@@ -95,26 +96,10 @@ def test_prefix_aware_trades_cache_hits_against_load():
 
 # -- a prefix-heavy load ------------------------------------------------------------------------
 
-def prefix_heavy(sessions=400, turns=4, seed=3):
-    """Long documents asked about several times: each session's prompt is its own 3,072-token
-    document (6 hash blocks of 512) plus a short question; more documents than one replica's
-    KV cache holds."""
-    rng = np.random.default_rng(seed)
-    start = rng.uniform(0, 200, sessions)
-    arrival = (start[:, None] + np.cumsum(rng.uniform(5, 20, (sessions, turns)), 1)).ravel()
-    session = np.repeat(np.arange(sessions), turns)
-    order = np.argsort(arrival, kind="stable")
-    arrival, session = arrival[order], session[order]
-    n = len(arrival)
-    inp = 6 * 512 + rng.integers(50, 300, n)
-    out = rng.integers(20, 120, n)
-    offsets, values = [0], []
-    for s in session:
-        values += [int(10_000 + s * 10 + b) for b in range(6)]
-        offsets.append(len(values))
-    return Requests(arrival, inp.astype(np.int64), out.astype(np.int64), np.zeros(n, np.int16),
-                    hash_offsets=np.array(offsets), hash_values=np.array(values, np.int64),
-                    meta={"hash_block_tokens": 512})
+def prefix_heavy():
+    """Long documents asked about several times (the library's load; more documents than one
+    replica's KV cache holds)."""
+    return document_sessions(sessions=400, turns=4, seed=3)
 
 
 def test_the_prefix_aware_router_beats_round_robin_on_a_prefix_heavy_load():

@@ -5,9 +5,9 @@ checker process and serves calls: the checker sends ``{"call": name, "args": [..
 kernel calls the learner's function and answers ``{"returned": value}``,
 ``{"raised": {"type": ..., "message": ...}}`` or ``{"refused": answer}``; at the end the
 checker sends ``{"verdict": "pass" | "fail", ...}``. Every message is one line of JSON, and
-every value is plain data (numbers, text, lists; a month or a plan travels as its knobs and is
-rebuilt on the other side), so nothing the learner's code does can reach the checking code or
-hand it an object with methods of its own.
+every value is plain data (numbers, text, lists, dicts with text keys; a month or a plan
+travels as its knobs and is rebuilt on the other side), so nothing the learner's code does can
+reach the checking code or hand it an object with methods of its own.
 
 While a check runs, the library's own answers to it (``schedatrix.score`` for the score
 exercise, ...) refuse to run in the kernel: the learner's function gets an error and the
@@ -99,10 +99,11 @@ def _short_repr(value) -> str:
 def encode(value, depth: int = 0):
     """``value`` as JSON-ready plain data.
 
-    Numbers, text, ``None``, lists, tuples, numpy arrays and scalars, a :class:`Month` (as
-    its plan's knobs) and a :class:`Plan` (its knobs, read attribute by attribute, which is
-    what :func:`simulate` reads) become plain data; anything else becomes its type name and
-    repr, which the checker reports as a wrong type.
+    Numbers, text, ``None``, lists, tuples, dicts whose keys are all text (read with
+    ``dict``'s own methods, whatever the class), numpy arrays and scalars, a :class:`Month`
+    (as its plan's knobs) and a :class:`Plan` (its knobs, read attribute by attribute, which
+    is what :func:`simulate` reads) become plain data; anything else becomes its type name
+    and repr, which the checker reports as a wrong type.
     """
     import numpy as np
 
@@ -122,6 +123,8 @@ def encode(value, depth: int = 0):
             return [encode(v, depth + 1) for v in value]
         if isinstance(value, tuple):
             return {"tuple": [encode(v, depth + 1) for v in value]}
+        if isinstance(value, dict) and all(type(k) is str for k in dict.keys(value)):
+            return {"dict": [[k, encode(v, depth + 1)] for k, v in dict.items(value)]}
         if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
             return {"ndarray": encode(value.tolist(), depth + 1), "dtype": value.dtype.name}
         if isinstance(value, (Month, Plan)):
@@ -134,7 +137,7 @@ def encode(value, depth: int = 0):
 
 
 def decode(data, depth: int = 0):
-    """Plain data back into values: lists, tuples, arrays, months and plans rebuilt fresh.
+    """Plain data back into values: lists, tuples, dicts, arrays, months and plans rebuilt fresh.
 
     A plan whose knobs are not a valid :class:`Plan` becomes an :class:`Opaque` saying so.
     """
@@ -147,6 +150,11 @@ def decode(data, depth: int = 0):
     if isinstance(data, dict):
         if "tuple" in data and isinstance(data["tuple"], list):
             return tuple(decode(v, depth + 1) for v in data["tuple"])
+        if "dict" in data and isinstance(data["dict"], list):
+            items = data["dict"]
+            if all(isinstance(i, list) and len(i) == 2 and isinstance(i[0], str) for i in items):
+                return {k: decode(v, depth + 1) for k, v in items}
+            return Opaque("dict", "<a dict that could not be rebuilt>")
         if "ndarray" in data:
             import numpy as np
 

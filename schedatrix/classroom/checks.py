@@ -24,6 +24,7 @@ which check belongs to which exercise is registered in :mod:`schedatrix.classroo
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from collections.abc import Callable
@@ -41,7 +42,7 @@ from ..fleet.presets import PRESETS
 from ..fleet.run_set import SHAPES
 from ..fleet.run_set import greedy_run_set as _greedy_run_set
 from ..fleet.score import score as _score
-from .boundary import AnswerRefused, BoundaryError, LearnerRaised
+from .check_support import RANDOM_SEED, as_indices, call, describe, fmt, passed
 
 __all__ = [
     "CHECK_NAMES",
@@ -57,90 +58,6 @@ __all__ = [
 FAMOUS = {"golden-idler": "convergence", "noise-evictor": "evictions",
           "bargain-shortfall": "capacity"}
 
-_RANDOM_SEED = 20_260_301
-
-
-def _fmt(x) -> str:
-    """A short, readable repr of an input or an answer for a message."""
-    if isinstance(x, Month):
-        return f"<month: {_describe(x.plan)}; signature {x.signature}>"
-    if isinstance(x, Plan):
-        return f"<plan: {_describe(x)}>"
-    if isinstance(x, np.ndarray):
-        x = x.tolist()
-    if isinstance(x, float):
-        return f"{x:g}" if abs(x) < 1e6 else f"{x:,.1f}"
-    if isinstance(x, (list, tuple)):
-        items = [_fmt(v) for v in x]
-        if len(items) > 12:
-            items = items[:12] + [f"... ({len(items)} in all)"]
-        return "[" + ", ".join(items) + "]"
-    return repr(x)
-
-
-def _call(name: str, func: Callable, *args):
-    """Call the learner's function; a crash becomes a failed check that names the input.
-
-    ``func`` is a :class:`~schedatrix.classroom.boundary.RemoteFunction` in the checker (its
-    crash arrives as :class:`~schedatrix.classroom.boundary.LearnerRaised`) or a plain
-    callable in tests. A broken boundary (:class:`~schedatrix.classroom.boundary.BoundaryError`)
-    is not the learner's answer and propagates as it is.
-    """
-    try:
-        return func(*args)
-    except (NotImplementedError, BoundaryError):
-        raise
-    except LearnerRaised as exc:
-        if exc.type_name == "NotImplementedError":
-            raise NotImplementedError(exc.message) from None
-        shown = ", ".join(_fmt(a) for a in args)
-        raise AssertionError(
-            f"{name}({shown}) raised {exc.type_name}: {exc.message}"
-        ) from None
-    except AnswerRefused as exc:
-        shown = ", ".join(_fmt(a) for a in args)
-        raise AssertionError(
-            f"{name}({shown}) called {exc.answer}, the library's own answer: this exercise "
-            "asks you to write it yourself."
-        ) from None
-    except Exception as exc:  # the learner's bug, reported with the input that caused it
-        shown = ", ".join(_fmt(a) for a in args)
-        raise AssertionError(
-            f"{name}({shown}) raised {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _as_indices(name: str, shown: str, result) -> list[int]:
-    """The learner's answer as a list of ints, or a failed check saying what is wrong."""
-    if result is None:
-        raise AssertionError(f"{name}({shown}) returned None: return the chosen indices")
-    items = list(result) if isinstance(result, (list, tuple)) else None
-    if items is None:
-        try:
-            items = np.asarray(result).reshape(-1).tolist()
-        except (TypeError, ValueError):
-            items = [result]
-    try:
-        values = [int(v) for v in items]
-        whole = all(float(v) == int(v) for v in items)
-    except (TypeError, ValueError):
-        values, whole = [], False
-    if not whole or any(isinstance(v, bool) for v in items):
-        raise AssertionError(
-            f"{name}({shown}) returned {result!r}: return a list of card indices (ints)"
-        )
-    if len(set(values)) != len(values):
-        raise AssertionError(f"{name}({shown}) returned {_fmt(values)}: an index is repeated")
-    return values
-
-
-def _passed(name: str, counts: dict[str, int]) -> str:
-    """The one line a passing check shows."""
-    total = sum(counts.values())
-    parts = ", ".join(f"{n} {what}" for what, n in counts.items())
-    return f"{name}: all {total} cases pass ({parts}). Well done!"
-
-
 # --------------------------------------------------------------------------- challenge 1
 
 
@@ -155,7 +72,7 @@ def _score_cases() -> tuple[list[tuple[float, float, str]], list[tuple[float, fl
         (1.0, 1.0, "one token per second for one dollar"),
         (6_723.0, 2_600.0, "the walkthrough's median flagship"),
     ]
-    rng = np.random.default_rng(_RANDOM_SEED)
+    rng = np.random.default_rng(RANDOM_SEED)
     rents = [1_400.0, 1_700.0, 2_600.0]
     rand = []
     for _ in range(30):
@@ -171,7 +88,7 @@ def check_score(score_card: Callable) -> str:
     """
     fixed, rand = _score_cases()
     for rate, rent, what in fixed + rand:
-        got = _call("score_card", score_card, rate, rent)
+        got = call("score_card", score_card, rate, rent)
         want = _score(rate, rent)
         try:
             if isinstance(got, (str, bytes, bool)):
@@ -179,7 +96,7 @@ def check_score(score_card: Callable) -> str:
             value = float(got)
         except (TypeError, ValueError):
             raise AssertionError(
-                f"score_card({_fmt(rate)}, {_fmt(rent)}) returned {got!r}, not a number; "
+                f"score_card({fmt(rate)}, {fmt(rent)}) returned {got!r}, not a number; "
                 f"expected {want:.4f} ({what})"
             ) from None
         if not math.isclose(value, want, rel_tol=1e-6, abs_tol=5e-4):
@@ -189,11 +106,11 @@ def check_score(score_card: Callable) -> str:
             elif want and math.isclose(value, want * 2_592_000 / 2_628_000, rel_tol=1e-6):
                 hint = " A month here is 730 hours, 2,628,000 s (365 x 24 / 12), not 30 days."
             raise AssertionError(
-                f"score_card({_fmt(rate)} tok/s, ${_fmt(rent)}/month) returned {value:.6g}, "
+                f"score_card({fmt(rate)} tok/s, ${fmt(rent)}/month) returned {value:.6g}, "
                 f"expected {want:.4f} ({what}). The score is tok/s x 2,628,000 s / rent / "
                 f"1,000,000.{hint}"
             )
-    return _passed("check_score", {"spec figures and fixed cards": len(fixed), "random": len(rand)})
+    return passed("check_score", {"spec figures and fixed cards": len(fixed), "random": len(rand)})
 
 
 # --------------------------------------------------------------------------- challenge 2
@@ -222,7 +139,7 @@ def _run_set_cases():
         ([4.0], 3.0, "one card that covers the target"),
         ([2.0, 9.0, 4.0, 9.0, 1.0], 9.0, "the first of two equal best cards is enough"),
     ]
-    rng = np.random.default_rng(_RANDOM_SEED + 2)
+    rng = np.random.default_rng(RANDOM_SEED + 2)
     rand = []
     for _ in range(40):
         n = int(rng.integers(1, 25))
@@ -241,9 +158,9 @@ def check_run_set(greedy_run_set: Callable) -> str:
     """
     fixed, rand = _run_set_cases()
     for rates, target, what in fixed + rand:
-        shown = f"{_fmt(rates)}, {_fmt(target)}"
-        got = _as_indices("greedy_run_set", shown,
-                          _call("greedy_run_set", greedy_run_set, list(rates), target))
+        shown = f"{fmt(rates)}, {fmt(target)}"
+        got = as_indices("greedy_run_set", shown,
+                          call("greedy_run_set", greedy_run_set, list(rates), target))
         want = _greedy_run_set(rates, target).tolist()
         if sorted(got) != sorted(want):
             hint = ""
@@ -254,10 +171,10 @@ def check_run_set(greedy_run_set: Callable) -> str:
             elif len(got) + 1 == len(want):
                 hint = " One card short: keep taking cards until the sum is >= the target."
             raise AssertionError(
-                f"greedy_run_set({shown}) returned {_fmt(sorted(got))}, expected "
-                f"{_fmt(sorted(want))} ({what}).{hint}"
+                f"greedy_run_set({shown}) returned {fmt(sorted(got))}, expected "
+                f"{fmt(sorted(want))} ({what}).{hint}"
             )
-    return _passed("check_run_set", {"spec months and edge cases": len(fixed), "random": len(rand)})
+    return passed("check_run_set", {"spec months and edge cases": len(fixed), "random": len(rand)})
 
 
 # --------------------------------------------------------------------------- challenge 3
@@ -279,7 +196,7 @@ def _evict_cases():
         ([float(v % 7) for v in range(100)], 0.29,
          "29% of 100 is 29 (but 0.29 * 100 is 28.999999999999996 in floating point)"),
     ]
-    rng = np.random.default_rng(_RANDOM_SEED + 3)
+    rng = np.random.default_rng(RANDOM_SEED + 3)
     rand = []
     while len(rand) < 40:
         n = int(rng.integers(1, 40))
@@ -306,7 +223,7 @@ def _wrong_cases():
         ([5.0, 1.0, 9.0], [], "nobody evicted"),
         ([4.0, 4.0, 4.0, 4.0], [3, 0], "all equal: every eviction is wrong"),
     ]
-    rng = np.random.default_rng(_RANDOM_SEED + 4)
+    rng = np.random.default_rng(RANDOM_SEED + 4)
     rand = []
     for _ in range(40):
         n = int(rng.integers(1, 30))
@@ -326,9 +243,9 @@ def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
     """
     fixed, rand = _evict_cases()
     for scores, share, what in fixed + rand:
-        shown = f"{_fmt(scores)}, {_fmt(share)}"
-        got = _as_indices("evict_worst", shown,
-                          _call("evict_worst", evict_worst, list(scores), share))
+        shown = f"{fmt(scores)}, {fmt(share)}"
+        got = as_indices("evict_worst", shown,
+                          call("evict_worst", evict_worst, list(scores), share))
         want = _evict_worst(scores, share).tolist()
         if sorted(got) != sorted(want):
             hint = ""
@@ -339,13 +256,13 @@ def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
             else:
                 hint = " Same count, other cards: lowest scores first, ties lower index first."
             raise AssertionError(
-                f"evict_worst({shown}) returned {_fmt(sorted(got))}, expected "
-                f"{_fmt(sorted(want))} ({what}).{hint}"
+                f"evict_worst({shown}) returned {fmt(sorted(got))}, expected "
+                f"{fmt(sorted(want))} ({what}).{hint}"
             )
     wfixed, wrand = _wrong_cases()
     for rates, evicted, what in wfixed + wrand:
-        shown = f"{_fmt(rates)}, {_fmt(evicted)}"
-        got = _call("wrong_evictions", wrong_evictions, list(rates), list(evicted))
+        shown = f"{fmt(rates)}, {fmt(evicted)}"
+        got = call("wrong_evictions", wrong_evictions, list(rates), list(evicted))
         want = _wrong_evictions(rates, evicted)
         try:
             ok = int(got) == want and float(got) == want
@@ -360,7 +277,7 @@ def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
             )
     counts = {"spec months and edge cases": len(fixed) + len(wfixed),
               "random": len(rand) + len(wrand)}
-    return _passed("check_eviction", counts)
+    return passed("check_eviction", counts)
 
 
 # --------------------------------------------------------------------------- famous months
@@ -382,7 +299,7 @@ def _preset_months() -> list[tuple[Month, str]]:
 @cache
 def _random_months(count_per_signature: int = 3) -> list[tuple[Month, str]]:
     """Seeded random months with exactly one failing check (and a few clean ones)."""
-    r = random.Random(_RANDOM_SEED)
+    r = random.Random(RANDOM_SEED)
     wanted = {"111": 2, "011": count_per_signature, "101": count_per_signature,
               "110": count_per_signature}
     found: list[tuple[Month, str]] = []
@@ -407,27 +324,22 @@ def _random_months(count_per_signature: int = 3) -> list[tuple[Month, str]]:
     return found
 
 
-def _describe(plan: Plan) -> str:
-    return (f"{plan.cards} {plan.card_class} cards, {plan.demand_tok_s:,.0f} tok/s {plan.shape}, "
-            f"{plan.window} window, {plan.evict_share:.0%} evicted, seed {plan.seed}")
-
-
 def check_famous_months(diagnose: Callable, fix: Callable) -> str:
     """The famous months: ``diagnose(month)`` and ``fix(plan)``.
 
     ``diagnose(month)`` gets a :class:`~schedatrix.Month` with at most one failing check and
     returns ``(failing_check, knob)``: the check's name (``"capacity"``, ``"convergence"``
-    or ``"evictions"``) and a :class:`~schedatrix.Plan` knob that repairs it (capacity:
-    ``card_class`` or ``cards``; convergence: ``shape`` or ``cards``; evictions: ``window``
-    or ``evict_share``), or ``(None, None)`` when the month is clean.
+    or ``"evictions"``) and a :class:`~schedatrix.Plan` knob that repairs it (the learner
+    finds which by experiment; :data:`REPAIR_KNOBS` holds the answer), or ``(None, None)``
+    when the month is clean. A wrong knob's message never names the right ones.
 
     ``fix(plan)`` gets a famous month's plan and returns a new plan that keeps the seed and
     the demand, turns only knobs that repair the failing check, and passes all three checks.
     """
     months = _preset_months() + _random_months()
     for month, what in months:
-        label = f"{what} ({_describe(month.plan)}; signature {month.signature})"
-        got = _call("diagnose", diagnose, month)
+        label = f"{what} ({describe(month.plan)}; signature {month.signature})"
+        got = call("diagnose", diagnose, month)
         want = expected_diagnosis(month)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise AssertionError(
@@ -450,14 +362,14 @@ def check_famous_months(diagnose: Callable, fix: Callable) -> str:
                 )
             continue
         if knob not in REPAIR_KNOBS[want]:
-            allowed = " or ".join(repr(k) for k in sorted(REPAIR_KNOBS[want]))
             raise AssertionError(
-                f"diagnose(month) for {label} named the knob {knob!r}; the {want} check is "
-                f"repaired by {allowed}."
+                f"diagnose(month) for {label} named the knob {knob!r}, which does not repair "
+                f"the {want} check. Turn it on a famous month that fails {want} and watch the "
+                "signature; then try the other knobs."
             )
     for name, failing in FAMOUS.items():
         plan = PRESETS[name].plan
-        got = _call("fix", fix, plan)
+        got = call("fix", fix, plan)
         if not isinstance(got, Plan):
             raise AssertionError(
                 f"fix({name} plan) returned {got!r}: return a Plan (plan.with_knobs(...))"
@@ -471,20 +383,30 @@ def check_famous_months(diagnose: Callable, fix: Callable) -> str:
             )
         extra = changed - REPAIR_KNOBS[failing]
         if extra:
-            allowed = " or ".join(sorted(REPAIR_KNOBS[failing]))
             raise AssertionError(
-                f"fix({name} plan) turned {', '.join(sorted(extra))}; the {name} fails "
-                f"{failing}, which is repaired by {allowed}: turn only those."
+                f"fix({name} plan) turned {', '.join(sorted(extra))}, which does not repair "
+                f"the {failing} check the {name} fails: turn only knobs that do."
             )
         m = simulate(got)
         if m.signature != "111":
             raise AssertionError(
-                f"fix({name} plan) gave {_describe(got)}: signature {m.signature}, bill "
+                f"fix({name} plan) gave {describe(got)}: signature {m.signature}, bill "
                 f"${m.bill:,.0f}, {m.warm} warm, convergence {m.convergence:.1%}. Expected a "
                 "clean month, signature 111."
             )
-    return _passed("check_famous_months",
+    return passed("check_famous_months",
                    {"months diagnosed": len(months), "famous fixes": len(FAMOUS)})
+
+
+def _later(module: str, name: str) -> Callable[..., str]:
+    """A check of another module, imported when it first runs (the serving checks need the
+    simulator, the odds check scipy: a checker for exercise 1 should not wait for them)."""
+
+    def check(*functions: Callable) -> str:
+        return getattr(importlib.import_module(module, __package__), name)(*functions)
+
+    check.__name__ = check.__qualname__ = name
+    return check
 
 
 #: Every check by the name its check cell calls.
@@ -493,4 +415,10 @@ CHECKS: dict[str, Callable[..., str]] = {
     "check_run_set": check_run_set,
     "check_eviction": check_eviction,
     "check_famous_months": check_famous_months,
+    **{name: _later(".checks_month", name) for name in (
+        "check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
+        "check_eviction_odds")},
+    **{name: _later(".checks_serving", name) for name in (
+        "check_kv_capacity", "check_largest_batch", "check_decode_step", "check_log_figures",
+        "check_recovery", "check_router")},
 }

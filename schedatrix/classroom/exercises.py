@@ -55,6 +55,16 @@ class Exercise:
     checks: tuple[Check, ...]
 
 
+#: The library's answers to the month's arithmetic (exercises 5 and 6 ask for them by hand).
+_FLEET_MONTH = (
+    "schedatrix.fleet.eviction:evict_worst", "schedatrix.fleet.eviction:evict_count",
+    "schedatrix.fleet.run_set:greedy_run_set", "schedatrix.fleet.run_set:shape_target",
+    "schedatrix.fleet.bill:run_rent", "schedatrix.fleet.bill:churn_fees",
+    "schedatrix.fleet.bill:delivered_tok_s", "schedatrix.fleet.bill:idle_bill",
+    "schedatrix.fleet.bill:mtok_per_dollar", "schedatrix.fleet.figures:month_figures",
+    "schedatrix.fleet.month:simulate", "schedatrix.fleet.reference:run_month",
+)
+
 EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("01_score", "the score of one card", (
         Check("check_score", ("score_card",), ("schedatrix.fleet.score:score",)),
@@ -70,6 +80,54 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("04_famous_months", "the famous months as incident drills", (
         Check("check_famous_months", ("diagnose", "fix"),
               ("schedatrix.classroom.checks:expected_diagnosis",)),
+    )),
+    Exercise("05_month", "the whole month by hand", (
+        Check("check_month", ("month_figures",), _FLEET_MONTH),
+    )),
+    Exercise("06_ideal", "the ideal operator and the three checks", (
+        Check("check_ideal", ("ideal_operator",), _FLEET_MONTH),
+        Check("check_signature", ("signature",), tuple(
+            f"schedatrix.fleet.checks:{f}" for f in (
+                "signature", "check_capacity", "check_convergence", "check_evictions",
+                "unmet_share", "wrong_share")) + ("schedatrix.fleet.figures:month_figures",)),
+    )),
+    Exercise("07_eviction_odds", "the window, the Wilson interval and a Monte Carlo", (
+        Check("check_window", ("measured_rate",),
+              ("schedatrix.fleet.window:measured_tok_s", "schedatrix.fleet.window:error_bound",
+               "schedatrix.fleet.window:dip_chance", "schedatrix.fleet.window:dip_cost")),
+        Check("check_wilson", ("wilson_interval",)),
+        Check("check_eviction_odds", ("eviction_fail_chance",), (
+            "schedatrix.fleet.odds:check_odds", "schedatrix.fleet.engine:simulate_many",
+            "schedatrix.fleet.engine:draw_pools",
+            "schedatrix.fleet.eviction_odds:closed_form",
+            "schedatrix.fleet.eviction_odds:odds_table", "schedatrix.fleet.month:simulate",
+            "schedatrix.fleet.reference:run_month", "schedatrix.fleet.window:measured_tok_s")),
+    )),
+    Exercise("08_kv_capacity", "KV cache capacity and the largest batch", (
+        Check("check_kv_capacity", ("kv_bytes_per_token", "kv_capacity_tokens"),
+              ("schedatrix.serving.perf:PerfModel.kv_capacity_tokens",)),
+        Check("check_largest_batch", ("largest_batch",),
+              ("schedatrix.serving.kv_cache:largest_batch",)),
+    )),
+    Exercise("09_decode_step", "a decode step by the roofline", (
+        Check("check_decode_step", ("decode_step_s",),
+              ("schedatrix.serving.perf:PerfModel.iteration_s",
+               "schedatrix.serving.perf:PerfModel.decode_line",
+               "schedatrix.classroom.checks_serving:roofline_decode_s")),
+    )),
+    Exercise("10_request_log", "TTFT, ITL, TPOT and goodput from an event log", (
+        Check("check_log_figures", ("log_figures",),
+              ("schedatrix.serving.metrics:figures", "schedatrix.serving.metrics:gap_quantiles")),
+    )),
+    Exercise("11_recovery", "recovery time from a time series", (
+        Check("check_recovery", ("recovery_s",),
+              ("schedatrix.serving.recovery:recovery_from_series",
+               "schedatrix.serving.recovery:recovery_time")),
+    )),
+    Exercise("12_router", "a router graded on a prefix-heavy load", (
+        Check("check_router", ("choose",),
+              ("schedatrix.serving.routing:PrefixAware.choose",
+               "schedatrix.serving.routing:SessionAffinity.choose")),
     )),
 )}
 

@@ -16,7 +16,10 @@ from collections.abc import Callable
 from .boundary import connect, serve_check
 from .exercises import CHECKS
 
-__all__ = ["run_check", "check_score", "check_run_set", "check_eviction", "check_famous_months"]
+__all__ = ["run_check", "check_score", "check_run_set", "check_eviction", "check_famous_months",
+           "check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
+           "check_eviction_odds", "check_kv_capacity", "check_largest_batch",
+           "check_decode_step", "check_log_figures", "check_recovery", "check_router"]
 
 _ERRORS = {"AssertionError": AssertionError, "NotImplementedError": NotImplementedError}
 
@@ -63,3 +66,78 @@ def check_famous_months(diagnose: Callable, fix: Callable) -> None:
     """The famous months: ``diagnose(month)`` and ``fix(plan)``."""
     __tracebackhide__ = True
     run_check("check_famous_months", diagnose=diagnose, fix=fix)
+
+
+def check_month(month_figures: Callable) -> None:
+    """Exercise 5: ``month_figures(true_tok_s, measured_tok_s, knobs)``, the whole month."""
+    __tracebackhide__ = True
+    run_check("check_month", month_figures=month_figures)
+
+
+def check_ideal(ideal_operator: Callable) -> None:
+    """Exercise 6: ``ideal_operator(true_tok_s, knobs)``."""
+    __tracebackhide__ = True
+    run_check("check_ideal", ideal_operator=ideal_operator)
+
+
+def check_signature(signature: Callable) -> None:
+    """Exercise 6: ``signature(figures)``, the three checks' digits."""
+    __tracebackhide__ = True
+    run_check("check_signature", signature=signature)
+
+
+def check_window(measured_rate: Callable) -> None:
+    """Exercise 7: ``measured_rate(true_tok_s, misread, dip_draw, hours, dip_depth)``."""
+    __tracebackhide__ = True
+    run_check("check_window", measured_rate=measured_rate)
+
+
+def check_wilson(wilson_interval: Callable) -> None:
+    """Exercise 7: ``wilson_interval(successes, trials, z)``."""
+    __tracebackhide__ = True
+    run_check("check_wilson", wilson_interval=wilson_interval)
+
+
+def check_eviction_odds(eviction_fail_chance: Callable) -> None:
+    """Exercise 7: ``eviction_fail_chance(card, cards, hours, evict_share, months, seed)``."""
+    __tracebackhide__ = True
+    run_check("check_eviction_odds", eviction_fail_chance=eviction_fail_chance)
+
+
+def check_kv_capacity(kv_bytes_per_token: Callable, kv_capacity_tokens: Callable) -> None:
+    """Exercise 8: ``kv_bytes_per_token(model)`` and ``kv_capacity_tokens(model, gpu, tp,
+    usable_share, reserve_gb)``."""
+    __tracebackhide__ = True
+    run_check("check_kv_capacity", kv_bytes_per_token=kv_bytes_per_token,
+              kv_capacity_tokens=kv_capacity_tokens)
+
+
+def check_largest_batch(largest_batch: Callable) -> None:
+    """Exercise 8: ``largest_batch(capacity_tokens, prompt_tokens, output_tokens,
+    block_tokens, max_batch)``."""
+    __tracebackhide__ = True
+    run_check("check_largest_batch", largest_batch=largest_batch)
+
+
+def check_decode_step(decode_step_s: Callable) -> None:
+    """Exercise 9: ``decode_step_s(model, gpu, batch, context_tokens, hbm_share)``."""
+    __tracebackhide__ = True
+    run_check("check_decode_step", decode_step_s=decode_step_s)
+
+
+def check_log_figures(log_figures: Callable) -> None:
+    """Exercise 10: ``log_figures(events, ttft_slo_s, tpot_slo_s)``."""
+    __tracebackhide__ = True
+    run_check("check_log_figures", log_figures=log_figures)
+
+
+def check_recovery(recovery_s: Callable) -> None:
+    """Exercise 11: ``recovery_s(windows, pre_ttft_p95_s, pre_goodput_rps, tolerance, hold)``."""
+    __tracebackhide__ = True
+    run_check("check_recovery", recovery_s=recovery_s)
+
+
+def check_router(choose: Callable) -> None:
+    """Exercise 12: ``choose(request, replicas)``, graded by the run it routes."""
+    __tracebackhide__ = True
+    run_check("check_router", choose=choose)

@@ -393,6 +393,12 @@ def format_drill_set(drills: list[Drill], answers: bool = False) -> str:
 def _run(args) -> int:
     if args.first < 0:
         raise InputError(f"--first must be a whole number >= 0, got {args.first}")
+    if args.serving:
+        from .serving_drills import format_serving_drills, serving_drill_set
+
+        print(format_serving_drills(serving_drill_set(args.first, args.count),
+                                    answers=args.answers), end="")
+        return 0
     print(format_drill_set(drill_set(args.first, args.count), answers=args.answers), end="")
     return 0
 
@@ -410,6 +416,10 @@ def add_drills_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--first", type=int, default=1, help="first drill number (default 1)")
     p.add_argument("--count", type=int, default=5, help="how many drills (default 5)")
     p.add_argument("--answers", action="store_true", help="append the answer key")
+    p.add_argument("--serving", action="store_true",
+                   help="serving drills instead: a replica and three questions each (KV bytes "
+                   "and capacity, the largest batch, a decode step's time, all-reduce bytes, "
+                   "which SLO fails and which knob repairs it)")
     p.set_defaults(func=_run)
     return p
 

@@ -73,10 +73,11 @@ class _RequestView:
 
 
 class Cluster:
-    """One run: ``engine_cls`` is the scheduler (fast or reference)."""
+    """One run: ``engine_cls`` is the scheduler (fast or reference); ``router``, when given,
+    replaces the policy's router by name (any object with ``choose(request, replicas, t)``)."""
 
     def __init__(self, requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
-                 policy: Policy | None, engine_cls, implementation: str):
+                 policy: Policy | None, engine_cls, implementation: str, router=None):
         policy = policy or Policy()
         self.req, self.perf, self.cfg, self.layout, self.policy = (requests, perf, cfg,
                                                                    layout, policy)
@@ -126,7 +127,7 @@ class Cluster:
         if layout.split:
             room = min(room, min(layout.replicas[r].kv_blocks for r in self.members["decode"]))
         self.room_blocks = room
-        self.router = make_router(policy.router, policy.seed)
+        self.router = make_router(policy.router, policy.seed) if router is None else router
         self.entry_views: list | None = None   # the entry replicas routable now
         self.decode_rr = 0
         full = perf.iteration_s([(cfg.max_batched_tokens, 0)], 0, 0)

@@ -617,6 +617,7 @@ def _first_boundary_at_or_after(dt: float, a: float, b: float, s0: float, n: int
 
 
 def simulate_fast(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
-                  policy: Policy | None = None) -> Run:
-    """Run ``requests`` through the deployment described by ``layout`` (the fast way)."""
-    return Cluster(requests, perf, cfg, layout, policy, FastEngine, "fast").run()
+                  policy: Policy | None = None, router=None) -> Run:
+    """Run ``requests`` through the deployment described by ``layout`` (the fast way);
+    ``router`` replaces the policy's router (see :mod:`~schedatrix.serving.routing`)."""
+    return Cluster(requests, perf, cfg, layout, policy, FastEngine, "fast", router).run()

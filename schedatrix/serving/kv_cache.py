@@ -11,7 +11,25 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-__all__ = ["KVCache"]
+from .numbers import check_int
+
+__all__ = ["KVCache", "largest_batch"]
+
+
+def largest_batch(capacity_tokens: int, prompt_tokens: int, output_tokens: int,
+                  block_tokens: int = 16, max_batch: int = 256) -> int:
+    """The most requests of ``prompt_tokens + output_tokens`` tokens that a cache of
+    ``capacity_tokens`` holds at once at their full length: the whole blocks of the cache
+    (``capacity_tokens // block_tokens``) over the blocks one request fills (``ceil(tokens /
+    block_tokens)``), and never more than the scheduler's ``max_batch``. It is the batch that
+    runs with no preemption when every request grows to its full length together."""
+    capacity_tokens = check_int("capacity_tokens", capacity_tokens, 0, 10**15)
+    prompt_tokens = check_int("prompt_tokens", prompt_tokens, 1, 10**9)
+    output_tokens = check_int("output_tokens", output_tokens, 1, 10**9)
+    block_tokens = check_int("block_tokens", block_tokens, 1, 4096)
+    max_batch = check_int("max_batch", max_batch, 1, 1_000_000)
+    per_request = -(-(prompt_tokens + output_tokens) // block_tokens)
+    return min(max_batch, (capacity_tokens // block_tokens) // per_request)
 
 
 class KVCache:

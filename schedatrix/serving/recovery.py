@@ -22,8 +22,8 @@ import numpy as np
 from .metrics import met_slo
 from .record import COMPLETED, FAILED, UNFINISHED, Run
 
-__all__ = ["FaultFigures", "fault_figures", "recovery_time", "windowed",
-           "p95_counting_failures"]
+__all__ = ["FaultFigures", "fault_figures", "recovery_time", "recovery_from_series",
+           "recovery_series", "windowed", "p95_counting_failures"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,25 @@ def _good(run: Run) -> np.ndarray:
     return run.status == COMPLETED
 
 
+def recovery_from_series(since_fault_s, ttft_p95_s, goodput_rps, pre_ttft_p95_s: float,
+                         pre_goodput_rps: float, tolerance: float = 0.25,
+                         hold: int = 3) -> float | None:
+    """Recovery time from a windowed series after a fault: the start (seconds since the fault)
+    of the first of ``hold`` windows in a row whose p95 TTFT is at most ``1 + tolerance``
+    times the pre-fault level and whose goodput is at least ``1 - tolerance`` times it;
+    ``None`` ("never") when no such run of windows exists.
+
+    ``since_fault_s``, ``ttft_p95_s`` and ``goodput_rps`` hold one value per whole window, in
+    time order; a p95 of NaN (no request arrived in the window) is no late request."""
+    p95 = np.nan_to_num(np.asarray(ttft_p95_s, dtype=float), nan=0.0)
+    good = np.asarray(goodput_rps, dtype=float)
+    ok = (p95 <= pre_ttft_p95_s * (1 + tolerance)) & (good >= pre_goodput_rps * (1 - tolerance))
+    for w in range(len(ok) - hold + 1):
+        if ok[w:w + hold].all():
+            return float(since_fault_s[w])
+    return None
+
+
 def recovery_time(run: Run, at_s: float, window_s: float = 10.0, tolerance: float = 0.25,
                   hold: int = 3, before_s: float = 120.0):
     """(recovery seconds or None, pre-fault p95 TTFT, pre-fault goodput per second)."""
@@ -99,13 +118,30 @@ def recovery_time(run: Run, at_s: float, window_s: float = 10.0, tolerance: floa
     if not math.isfinite(pre_p95) or end <= at_s:
         return None, pre_p95, pre_good
     starts, p95, goodput = windowed(run, at_s, end, window_s)
-    ok = (np.nan_to_num(p95, nan=0.0) <= pre_p95 * (1 + tolerance)) & \
-        (goodput >= pre_good * (1 - tolerance))
-    ok[-1:] = ok[-1:] & (starts[-1:] + window_s <= end)   # a cut last window can't vouch
-    for w in range(len(ok) - hold + 1):
-        if ok[w:w + hold].all():
-            return float(starts[w] - at_s), pre_p95, pre_good
-    return None, pre_p95, pre_good
+    whole = starts + window_s <= end                       # a cut last window can't vouch
+    rec = recovery_from_series(starts[whole] - at_s, p95[whole], goodput[whole], pre_p95,
+                               pre_good, tolerance, hold)
+    return rec, pre_p95, pre_good
+
+
+def recovery_series(run: Run, at_s: float, window_s: float = 10.0,
+                    before_s: float = 120.0) -> tuple[list[dict], float, float]:
+    """The windows after a fault as plain data, with the pre-fault levels they are judged
+    against: ``([{"since_fault_s", "ttft_p95_s", "goodput_rps"}, ...], pre-fault p95 TTFT,
+    pre-fault goodput per second)``. ``ttft_p95_s`` is None for a window no request arrived
+    in; only whole windows are listed (a cut last window can't vouch for anything), so
+    :func:`recovery_from_series` on them gives :func:`recovery_time`'s answer."""
+    _, pre_p95, pre_good = recovery_time(run, at_s, window_s, before_s=before_s)
+    arr = run.arrival_s
+    end = float(np.nanmax(np.where(np.isnan(run.done_s), arr, run.done_s)))
+    if end <= at_s:
+        return [], pre_p95, pre_good
+    starts, p95, goodput = windowed(run, at_s, end, window_s)
+    windows = [{"since_fault_s": float(s - at_s),
+                "ttft_p95_s": None if math.isnan(p) else float(p),
+                "goodput_rps": float(g)}
+               for s, p, g in zip(starts, p95, goodput, strict=True) if s + window_s <= end]
+    return windows, pre_p95, pre_good
 
 
 def fault_figures(run: Run, baseline: Run | None = None, window_s: float = 10.0,

@@ -316,12 +316,14 @@ class StepEngine(SchedulerBase):
 
 
 def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
-                       policy: Policy | None = None, keep_tokens: bool = False) -> Run:
+                       policy: Policy | None = None, keep_tokens: bool = False,
+                       router=None) -> Run:
     """Run ``requests`` through ``layout`` one iteration at a time (see the module's rules).
 
-    With ``keep_tokens`` the run's ``token_times`` attribute holds every request's token times.
+    With ``keep_tokens`` the run's ``token_times`` attribute holds every request's token times;
+    ``router`` replaces the policy's router (see :mod:`~schedatrix.serving.routing`).
     """
-    sim = Cluster(requests, perf, cfg, layout, policy, StepEngine, "reference")
+    sim = Cluster(requests, perf, cfg, layout, policy, StepEngine, "reference", router)
     times: list[list[float]] = [[] for _ in range(len(requests))]
     if keep_tokens:
         emit = StepEngine.emit

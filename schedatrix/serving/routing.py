@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import InputError
 
 __all__ = ["ROUTERS", "make_router", "RoundRobin", "LeastWork", "PowerOfTwo",
-           "SessionAffinity", "PrefixAware"]
+           "SessionAffinity", "PrefixAware", "FunctionRouter", "plain_request", "plain_replicas"]
 
 
 class ReplicaView(Protocol):
@@ -129,3 +129,49 @@ def make_router(name: str, seed: int = 0):
     if name not in ROUTERS:
         raise InputError(f"router must be one of {', '.join(ROUTERS)}, got {name!r}")
     return ROUTERS[name](seed)
+
+
+def plain_request(request, t: float) -> dict:
+    """A request as plain data: ``prompt_tokens``, ``session`` (-1 for none), ``hashes`` (its
+    prefix-block hashes, a list of ints, empty for none) and ``time_s`` (now)."""
+    hashes = [] if request.hashes is None else [int(h) for h in request.hashes]
+    return {"prompt_tokens": int(request.prompt_tokens), "session": int(request.session),
+            "hashes": hashes, "time_s": float(t)}
+
+
+def plain_replicas(request, replicas: Sequence[ReplicaView], t: float) -> list[dict]:
+    """The candidate replicas as plain data: per replica its ``index``, its
+    ``outstanding_tokens`` and the ``prefix_hit_tokens`` its cache holds for ``request``."""
+    out = []
+    for r in replicas:
+        hit = (r.prefix_hit_tokens(request.hashes, request.prompt_tokens, t)
+               if request.hashes is not None else 0)
+        out.append({"index": int(r.index), "outstanding_tokens": int(r.outstanding_tokens(t)),
+                    "prefix_hit_tokens": int(hit)})
+    return out
+
+
+class FunctionRouter:
+    """A router from a plain function ``choose(request, replicas) -> replica index``, which
+    sees :func:`plain_request` and :func:`plain_replicas` (dicts and lists, nothing of the
+    simulator's): a learner's router, or one run on the far side of a process boundary.
+
+    ``decisions`` counts the calls. Raises InputError when ``choose`` returns an index that
+    is not one of the candidates (a replica that is down is never a candidate)."""
+
+    name = "function"
+
+    def __init__(self, choose):
+        self.function = choose
+        self.decisions = 0
+
+    def choose(self, request, replicas, t):
+        self.decisions += 1
+        shown = plain_replicas(request, replicas, t)
+        picked = self.function(plain_request(request, t), shown)
+        allowed = [r["index"] for r in shown]
+        if isinstance(picked, bool) or not isinstance(picked, (int, np.integer)) \
+                or int(picked) not in allowed:
+            raise InputError(f"choose returned {picked!r}: return the index of one of the "
+                             f"replicas it was given ({', '.join(map(str, allowed))})")
+        return int(picked)

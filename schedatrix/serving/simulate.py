@@ -19,10 +19,13 @@ MOONCAKE_HASH_BLOCK_TOKENS = 512
 
 
 def simulate(requests: Requests, design: Design, implementation: str = "fast",
-             faults=(), resilience: Resilience | None = None) -> Run:
+             faults=(), resilience: Resilience | None = None, router=None) -> Run:
     """Serve ``requests`` on ``design`` (with ``faults`` injected). Prefix caching is on when
     the requests carry block hashes (``meta["hash_block_tokens"]`` tokens each, Mooncake's 512
-    by default). The router's random choices are seeded by the load's seed."""
+    by default). The router's random choices are seeded by the load's seed. ``router``, when
+    given, replaces the design's router by name: any object with ``choose(request, replicas,
+    t)`` (for a plain function of plain data, :class:`~schedatrix.serving.routing.
+    FunctionRouter`)."""
     if implementation not in IMPLEMENTATIONS:
         raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, "
                          f"got {implementation!r}")
@@ -32,4 +35,4 @@ def simulate(requests: Requests, design: Design, implementation: str = "fast",
     built = build(design, hash_block_tokens=hb)
     policy = design.policy(faults, resilience, int(requests.meta.get("seed", 0)))
     return IMPLEMENTATIONS[implementation](requests, built.perf, built.config, built.layout,
-                                           policy)
+                                           policy, router=router)
