@@ -8,6 +8,10 @@ of its own, so every request about one document carries the same block hashes, a
 open-loop stream at ``rate_rps``); which document each request asks about is drawn with
 weights ``1 / rank^popularity`` (0: every document equally often; 1: Zipf, a few documents
 take most requests), from its own seeded stream. The result is synthetic.
+
+:func:`.prefix_load.document_sessions` is the other shape: each document asked about in a
+few turns seconds apart (the load the routing exercise is graded on); this one is an
+open-loop stream whose documents can be skewed (a hot document, lesson 10).
 """
 
 from __future__ import annotations
