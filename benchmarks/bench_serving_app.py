@@ -8,8 +8,9 @@ on one replica, the figures, the verdict and the PNG of each request's TTFT and 
 turns a different knob each time, ``--changes`` times, and prints the median and the 90th
 percentile. Target: median under 150 ms. In the same run it times the fleet walkthrough's
 knobs the same way (``bench_walkthrough.py``), a reference for how busy the machine is: on a
-shared machine both move together. ``--seeds`` also times the heavy button (5 seeds x 1,000
-requests), which is not a knob's redraw.
+shared machine both move together. It also times lesson 11's fault timeline (a knob -> the
+plan and the timeline picture; the run itself waits for a button). ``--seeds`` also times the
+heavy button (5 seeds x 1,000 requests), which is not a knob's redraw.
 """
 
 from __future__ import annotations
@@ -63,6 +64,28 @@ def knob_latency(changes: int) -> list[float]:
     return times
 
 
+def fault_timeline_latency(changes: int) -> list[float]:
+    """Lesson 11's fault timeline: a knob (when, how long, which replica) -> plan and picture
+    redrawn (no simulation: the run waits for its button)."""
+    from schedatrix.course.fault_app import FaultApp
+
+    app = FaultApp()
+    moves = itertools.cycle([("at_s", v) for v in (60, 90, 150, 200)] +
+                            [("down_s", v) for v in (10, 60, 30)] +
+                            [("target", v) for v in (1, 2, 0)])
+    times = []
+    while len(times) < changes:
+        name, value = next(moves)
+        if app.knobs[name].value == value:
+            continue
+        before = app.redraws
+        start = time.perf_counter()
+        app.knobs[name].value = value
+        times.append(time.perf_counter() - start)
+        assert app.redraws == before + 1
+    return times
+
+
 def seeds_latency(presses: int) -> list[float]:
     from schedatrix.course.serving_app import ServingApp
 
@@ -97,6 +120,8 @@ def main(argv=None) -> int:
                knob_latency(args.changes)))
     print(line("reference: the fleet walkthrough, knob change -> readout + plots",
                walkthrough_latency(args.changes)))
+    print(line("fault timeline (lesson 11), knob change -> plan + timeline picture",
+               fault_timeline_latency(args.changes)))
     if args.seeds:
         times = seeds_latency(3)
         print(f"serving app, seeds button (5 seeds x 1,000 requests), 3 presses: median "

@@ -7,8 +7,12 @@ outputs, Run All, the serving app's readouts compared with the library's figures
 knobs, then a knob turned in the page. Its workspace has no ``../shared``, so the profiled-data
 cell must say so. The design page: ``schedatrix serve --page design``'s notebook under Voila,
 three candidates picked, Compare pressed, the answer compared with the library's; then the
-model sizes. Skips, saying why, when Chromium or playwright is missing; every wait is bounded
-and the servers are always stopped.
+model sizes. Lesson 11 the same way: Run All, then the fault timeline: a node failure picked
+(the plan follows at once), then a crash of replica 1 clicked and run with its button, the
+figures compared with the library's. Lessons 10 and 12: Run All, no error on the page, each
+figure and the decision record screenshot; lesson 12's review app run with its button and its
+decision compared with the library's. Skips, saying why, when Chromium or playwright is
+missing; every wait is bounded and the servers are always stopped.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from schedatrix.course.serving_knobs import Setting
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = ROOT / "notebooks" / "08_serving_replica.ipynb"
+FAULTS = ROOT / "notebooks" / "11_serving_failures.ipynb"
+LATER = [ROOT / "notebooks" / "10_serving_routing.ipynb",
+         ROOT / "notebooks" / "12_serving_review.ipynb"]
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
@@ -96,15 +103,17 @@ def _env(tmp_path: Path) -> dict:
 
 
 @pytest.fixture
-def lab(tmp_path):
-    """A headless JupyterLab serving an output-free copy of the lesson; yields (url, token)."""
+def lab(tmp_path, request):
+    """A headless JupyterLab serving an output-free copy of the lesson (lesson 08, or the
+    path given by indirect parametrization); yields (url, token)."""
+    lesson = getattr(request, "param", LESSON)
     root = tmp_path / "root" / "notebooks"
     root.mkdir(parents=True)
-    nb = json.loads(LESSON.read_text())
+    nb = json.loads(lesson.read_text())
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
-    (root / LESSON.name).write_text(json.dumps(nb))
+    (root / lesson.name).write_text(json.dumps(nb))
     settings = tmp_path / "settings" / "@jupyterlab"
     (settings / "apputils-extension").mkdir(parents=True)
     (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
@@ -260,6 +269,129 @@ def test_design_page_in_voila(voila):
             page.screenshot(path=str(ARTIFACTS / "design-page-sizes.png"), full_page=True)
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "design-page-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+
+
+def _open(page, base: str, token: str, lesson: Path) -> None:
+    page.goto(f"{base}/lab/tree/notebooks/{lesson.name}?reset&token={token}",
+              wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                           timeout=120_000)
+    page.wait_for_timeout(1_000)
+    _run_all(page)
+
+
+def _wait_idle_after_run(page, timeout_ms: int = 600_000) -> None:
+    """Until no cell shows [*] and the kernel is idle (every cell has run)."""
+    page.wait_for_function(
+        "() => ![...document.querySelectorAll('.jp-InputPrompt')]"
+        ".some(el => el.innerText.includes('[*]'))"
+        " && document.querySelector(\".jp-Notebook-ExecutionIndicator[data-status='idle']\")",
+        timeout=timeout_ms)
+
+
+@pytest.mark.parametrize("lab", [FAULTS], indirect=True)
+def test_fault_lesson_in_jupyterlab(lab):
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright Python package is not installed")
+    from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
+    from schedatrix.serving.faults import Fault
+    from schedatrix.serving.load import generate
+
+    expected = fault_study(generate(FAULT_LOAD, 0, duration_s=300), FAULT_DESIGN,
+                           Fault("worker", 1, 120.0, 30.0)).figures
+    base, token = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        try:
+            _open(page, base, token, FAULTS)
+            page.wait_for_selector(".sx-f-run", timeout=600_000)     # the last cell has run
+            _wait_idle_after_run(page)
+            notebook = page.locator(".jp-Notebook").first.inner_text()
+            assert "Traceback" not in notebook and "Error displaying widget" not in notebook
+            assert "Operations and recovery runbook" in notebook
+            for k, name in enumerate(("crash", "node")):
+                page.locator(".jp-OutputArea-output img").nth(k).scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"fault-lesson-{name}.png"))
+            page.locator("h1:has-text('Operations and recovery runbook')").first \
+                .scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "fault-lesson-runbook.png"))
+
+            app = page.locator(".sx-f-knob-kind").first
+            app.scroll_into_view_if_needed()
+            app.locator("button:has-text('node failure')").click()
+            _wait_text(page, ".sx-f-plan", "has no replica left")
+            page.screenshot(path=str(ARTIFACTS / "fault-lesson-app-node.png"))
+            app.locator("button:has-text('worker crash')").click()
+            _wait_text(page, ".sx-f-plan", "Replica 0 crashes")
+            page.locator(".sx-f-knob-target button:has-text('replica 1')").click()
+            _wait_text(page, ".sx-f-plan", "Replica 1 crashes at 120 s")
+            page.locator(".sx-f-run button, button.sx-f-run").first.click()
+            _wait_text(page, ".sx-f-result", f"requests retried {expected.retried:,}", 300_000)
+            result = _text(page, ".sx-f-result")
+            assert "worker:1@120+30" in result and "lost 0" in result
+            assert f"goodput lost (in SLO without the fault, not with it) " \
+                   f"{expected.goodput_lost:,}" in result
+            page.wait_for_selector(".sx-f-plot img, img.sx-f-plot", state="visible")
+            page.locator(".sx-f-result").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "fault-lesson-app-run.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "fault-lesson-failure.png"))
+            raise
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("lab", LATER, indirect=True, ids=["10", "12"])
+def test_lessons_10_and_12_run_in_jupyterlab(lab, request):
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright Python package is not installed")
+    lesson = request.node.callspec.params["lab"]
+    stem = lesson.name[:2]
+    last = {"10": "rejected, isolated", "12": "no distributed design is needed"}[stem]
+    base, token = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        try:
+            _open(page, base, token, lesson)
+            _wait_text(page, ".jp-OutputArea-output", last, 600_000)
+            _wait_idle_after_run(page)
+            notebook = page.locator(".jp-Notebook").first.inner_text()
+            assert "Traceback" not in notebook and "Error displaying widget" not in notebook
+            images = page.locator(".jp-OutputArea-output img")
+            for k in range(images.count()):
+                images.nth(k).scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-figure-{k + 1}.png"))
+            if stem == "12":
+                page.locator("h1:text-is('Decision record: serving design')").first \
+                    .scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / "lesson-12-decision-record.png"))
+                from schedatrix.course.review_app import ReviewApp
+                expected = ReviewApp()
+                expected.knobs["designs"].value = ("3 x TP1", "4 x TP1")
+                expected.review()
+                page.locator(".sx-r-knob-designs select").first.select_option(
+                    ["3 x TP1", "4 x TP1"])
+                page.locator(".sx-r-run button, button.sx-r-run").first.click()
+                from schedatrix.serving.accept import chosen
+                _wait_text(page, ".sx-r-result",
+                           f"Chosen: {chosen(expected.results).design.name},", 600_000)
+                # the same words (the page and the tag-stripped HTML space them differently)
+                assert "".join(_text(page, ".sx-r-result").split()) == \
+                    "".join(expected.text().split())
+                page.locator(".sx-r-result").first.scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / "lesson-12-review-app.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-failure.png"))
             raise
         finally:
             browser.close()

@@ -1,4 +1,4 @@
-"""Claims in the serving lessons' prose (07, 08, 09), checked against the library.
+"""Claims in the serving lessons' prose (07 to 12), checked against the library.
 
 Each test finds a sentence in a lesson's markdown (so the test follows the prose: reword the
 lesson and the test must be looked at again) and checks the fact or the figure it states.
@@ -30,6 +30,7 @@ from schedatrix.serving.fit import fit
 from schedatrix.serving.load import Load, generate
 from schedatrix.serving.metrics import figures
 from schedatrix.serving.perf import ACTIVATION_RESERVE_GB, GPU_MEMORY_UTILIZATION, PerfModel
+from schedatrix.serving.record import COMPLETED
 from schedatrix.serving.replay import replay
 from schedatrix.serving.requests import SLOClass
 from schedatrix.serving.simulate import simulate
@@ -342,7 +343,7 @@ def test_lessons_label_synthetic_results():
     assert conversation_hour().synthetic is False
 
 
-@pytest.mark.parametrize("lesson", ["07", "08", "09"])
+@pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12"])
 def test_every_serving_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
     assert "## Summary" in text and "**New terms:**" in text
@@ -361,3 +362,276 @@ def test_the_serving_glossary_figures():
     assert "(A100: about 153 FLOPs per byte)" in text and round(ridge_flops_per_byte(PERF)) == 153
     assert "Llama 3.1 8B keeps 128 KiB a token, Llama 2 7B 512 KiB" in text
     assert "(90% of memory - weights - 2 GB)" in text
+
+
+# ---------------------------------------------------------------------------------------- 10
+
+
+def test_10_the_prefix_heavy_load():
+    from schedatrix.serving.prefixes import shared_prefix_load
+    text = printed("10", "docs = shared_prefix_load(")
+    says("10", "every request is a question about one of 300 documents of 3,072 tokens, arriving "
+               "at 8 requests/s")
+    says("10", "Almost every prompt token is a document's, and three requests in four ask about "
+               "a document that was asked about before")
+    assert "95% of all prompt tokens are the documents'" in text
+    assert "908 requests (76%) ask about a document asked about before" in text
+    docs = shared_prefix_load(1200, 8.0, documents=300, document_tokens=3072, seed=0)
+    assert docs.synthetic and docs.meta["hash_block_tokens"] == 512
+    assert all(len(docs.hashes(i)) == 6 for i in range(len(docs)))
+    same = docs.meta["document"] == docs.meta["document"][0]
+    assert (docs.hash_values.reshape(-1, 6)[same] == docs.hashes(0)).all()
+
+
+def router_rows(lesson: str, marker: str) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split() for line in printed(lesson, marker).splitlines()
+            if line.split() and line.split()[0] in ROUTER_NAMES}
+
+
+ROUTER_NAMES = ("round-robin", "least-work", "power-of-two", "session", "prefix")
+
+
+def test_10_routers_on_the_prefix_heavy_load():
+    rows = router_rows("10", "for name in ROUTERS:")
+    assert set(rows) == set(ROUTER_NAMES)
+    says("10", "Round robin finds 32.2% of prompt tokens in cache, and `least-work` and "
+               "`power-of-two`, blind to the caches too, about the same")
+    hit = {k: float(v[1].rstrip("%")) for k, v in rows.items()}
+    assert hit["round-robin"] == 32.2
+    assert abs(hit["least-work"] - 32.2) < 3 and abs(hit["power-of-two"] - 32.2) < 3
+    says("10", "The routers that follow the document find twice that: 71.6% (`session`) and "
+               "64.6% (`prefix`), and the median TTFT falls from 240 ms to 30 ms")
+    assert (hit["session"], hit["prefix"]) == (71.6, 64.6)
+    assert 1.9 < hit["prefix"] / hit["round-robin"] < 2.3
+    assert rows["round-robin"][2] == "240ms" and rows["session"][2] == "30ms"
+    assert rows["prefix"][2] == "31ms"
+    says("10", "The p95 hardly moves (258 ms against 252 ms for `prefix`)")
+    assert (rows["round-robin"][3], rows["prefix"][3]) == ("258ms", "252ms")
+
+
+def test_10_the_hot_document():
+    text = printed("10", "hot = shared_prefix_load(")
+    rows = router_rows("10", "hot = shared_prefix_load(")
+    says("10", "The most popular document draws 39% of the requests, and `session` sends them "
+               "all to one replica: it carries 68% of the load while another gets 7%")
+    assert "the most asked-about document gets 39% of them" in text
+    assert rows["session"][5:] == ["68%", "15%", "10%", "7%"]
+    says("10", "Its cache hit share is the best (90.0%), but its p95 TTFT is 1,242 ms and its "
+               "p95 TPOT 143.9 ms")
+    assert rows["session"][1:5] == ["90.0%", "89ms", "1242ms", "143.9ms"]
+    assert max(float(r[1].rstrip("%")) for r in rows.values()) == 90.0
+    says("10", "Round robin spreads the load (25% each) but pays for the prefills (p95 TTFT "
+               "1,352 ms, TPOT 122.3 ms)")
+    assert rows["round-robin"][3:] == ["1352ms", "122.3ms", "25%", "25%", "25%", "25%"]
+    says("10", "it keeps 87.1% in cache while each replica gets 24% to 26%, for a p95 TTFT of "
+               "518 ms and a p95 TPOT of 49.4 ms")
+    assert rows["prefix"][1] == "87.1%" and rows["prefix"][3:5] == ["518ms", "49.4ms"]
+    assert sorted(rows["prefix"][5:]) == ["24%", "25%", "25%", "26%"]
+
+
+def test_10_admission_and_priority():
+    text = printed("10", "options = {")
+    rows = {}
+    for line in text.splitlines()[2:]:
+        if "|" in line:
+            label, rest = re.match(r"(.+?)\s{2,}(\S.*)", line).groups()
+            rows[label] = rest.replace("|", " ").split()
+    says("10", "With no admission control only 44.2% of gold requests meet their SLOs, and not "
+               "because of TTFT (p95 0.96 s, just under 1 s): their p95 TPOT is 179 ms")
+    assert rows["no admission control"][:3] == ["0.96s", "179ms", "44.2%"]
+    says("10", "Priority preemption changes nothing (42.0%)")
+    assert rows["priority preemption"][2] == "42.0%"
+    says("10", "Shedding at 4 waiting requests turns away bronze first (178 bronze against 16 "
+               "gold) and lifts gold to 90.4%, still short of 95%")
+    assert rows["shed at 4 waiting"][2:4] == ["90.4%", "16"]
+    assert rows["shed at 4 waiting"][-1] == "178"
+    says("10", "At 64 running requests, gold's p95 TPOT is 60 ms and 97.6% of gold meets its "
+               "SLOs")
+    says("10", "bronze waits instead (p95 TTFT 41.87 s, 26.8% within its loose SLOs)")
+    assert rows["batch cap 64"][1:3] == ["60ms", "97.6%"]
+    assert rows["batch cap 64"][4:6] == ["41.87s", "26.8%"]
+    says("10", "Add shedding at 8 waiting and gold reaches 99.0%, while bronze keeps 75.4%: "
+               "371 bronze requests are rejected")
+    assert rows["batch cap 64, shed at 8"][2] == "99.0%"
+    assert rows["batch cap 64, shed at 8"][-2:] == ["75.4%", "371"]
+    assert "bronze: 371 shed: queue too long for its class" in text
+
+
+def test_10_the_noisy_neighbour():
+    text = printed("10", "plain_run = simulate(")
+    says("10", "the quiet tenant's p95 TTFT stays under its 1 s (439 ms), but its p95 TPOT is "
+               "76 ms against 60 ms, and only 85.8% of its requests meet their SLOs")
+    assert "one class of service  quiet: p95 TTFT  439 ms, p95 TPOT  76 ms,  85.8% in SLO" \
+        in text
+    says("10", "Isolated, the quiet tenant keeps a p95 TPOT of 19 ms and 99.7% within its SLOs; "
+               "the noisy tenant has 1,289 requests rejected")
+    assert "p95 TPOT  19 ms,  99.7% in SLO | noisy: 1,289 rejected" in text
+    from schedatrix.serving.admission import OVER_RATE
+    from schedatrix.serving.isolation import noisy_neighbour
+    nn = noisy_neighbour(A100_8B.with_(replicas=2))
+    assert nn.with_isolation.reasons[0][(OVER_RATE, 1)] == 1289   # the same scenario
+    rows = printed("10", "nn = noisy_neighbour(").splitlines()
+    says("10", "the quiet tenant goes from 82.7% to 99.9% within its SLOs, and the noisy tenant "
+               "pays for its own burst (1,328 requests rejected on average)")
+    assert rows[1].split()[5:7] == ["82.7%", "99.9%"] and rows[2].split()[-1] == "1,328"
+
+
+# ---------------------------------------------------------------------------------------- 11
+
+
+@cache
+def crash_study():
+    from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
+    from schedatrix.serving.faults import parse_fault
+    return fault_study(generate(FAULT_LOAD, 0, duration_s=300), FAULT_DESIGN,
+                       parse_fault("worker:0@120+30"))
+
+
+def test_11_the_crash():
+    from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, reload_s
+    from schedatrix.serving.faults import Resilience
+    says("11", "three replicas of Llama 3.1 8B on A100s behind a least-work router, serving a "
+               "chat service (one class: TTFT at most 1 s, TPOT at most 60 ms) at 8 requests/s "
+               "for five minutes")
+    assert (FAULT_DESIGN.replicas, FAULT_DESIGN.router, FAULT_LOAD.rate_rps) == (
+        3, "least-work", 8.0)
+    (c,) = FAULT_LOAD.classes
+    assert (c.ttft_s, c.tpot_s) == (1.0, 0.06)
+    says("11", "the replica reloads its 16 GB of weights (at 5 GB/s)")
+    r = Resilience()
+    assert (r.health_check_s, r.weight_load_gb_s, r.retry_budget) == (5.0, 5.0, 3)
+    assert round(reload_s(FAULT_DESIGN, r), 1) == 3.2
+    s = crash_study()
+    f = s.figures
+    says("11", "Nothing is lost: 38 requests were retried and all of them completed; 47 "
+               "requests that met their SLOs without the fault did not with it")
+    assert (f.lost, f.retried, f.failed, f.goodput_lost) == (0, 38, 0, 47)
+    assert (s.run.status == COMPLETED).all()
+    says("11", "The spike in the plot is the fault's first window")
+    starts, p95, goodput = s.series
+    w = list(starts).index(120.0)      # the plot's windows start on the fault
+    assert p95[w] > 10 * f.pre_ttft_p95 and (p95[:w][starts[:w] >= 0] < 1.25 * f.pre_ttft_p95).all()
+    says("11", "The p95 TTFT rises once more in the window in which the replica comes back (150 "
+               "to 160 s; it returned at 153.2 s); from 160 s the p95 TTFT and the goodput stay "
+               "within 25% of their level before the fault, so the recovery time is 40 s: longer "
+               "than the 30 s the replica was down")
+    assert round(f.until_s, 1) == 153.2 and f.recovery_s == 40
+    back = list(starts).index(150.0)
+    assert p95[back] > 1.25 * f.pre_ttft_p95 and p95[back - 1] <= 1.25 * f.pre_ttft_p95
+    later = slice(back + 1, back + 4)
+    assert (p95[later] <= 1.25 * f.pre_ttft_p95).all()
+    assert (goodput[later] >= 0.75 * f.pre_goodput_rps).all()
+
+
+def test_11_detection_and_recovery():
+    rows = {line.split()[0]: line.split() for line in printed(
+        "11", "for check_s in").splitlines()[1:]}
+    says("11", "checking every second, 6 requests are retried and 5 lose their SLO; every 15 s, "
+               "122 and 217, with a p95 TTFT of 14.68 s during the fault")
+    assert rows["1"][2:5] == ["6", "0", "5"] and rows["15"][2:6] == ["122", "0", "217", "14.68"]
+    says("11", "The recovery time is 40 s in all three")
+    assert {r[-2] for r in rows.values()} == {"40"}
+
+
+def test_11_node_failure_and_the_rolling_restart():
+    from schedatrix.course.fault_app import FAULT_DESIGN
+    from schedatrix.serving.deployment import build
+    says("11", "The layout puts all three replicas on node 0")
+    assert {p.nodes for p in build(FAULT_DESIGN).layout.replicas} == {(0,)}
+    says("11", "None is lost, but 278 fail")
+    assert "retried 909, failed 278 (their retry budget spent), lost 0" in printed(
+        "11", 'parse_fault("node:0@120+30")')
+    text = printed("11", "rolling = [")
+    says("11", "Every request completes and none is retried; the fleet stays at 100.0% within "
+               "the SLO")
+    assert "2,492 of 2,492 requests completed, 0 retried, within SLO 100.0%" in text
+    says("11", "the p95 TTFT rises to about 340 ms")
+    assert all(330 <= int(line.split()[-5]) <= 345 for line in text.splitlines()[1:])
+    assert all(line.endswith("goodput lost 0") for line in text.splitlines()[1:])
+
+
+def test_11_the_runbook_matches_the_crash():
+    out = [o for c in notebook("11")["cells"] if c["cell_type"] == "code"
+           for o in c["outputs"] if "text/markdown" in o.get("data", {})]
+    (runbook,) = out
+    text = "".join(runbook["data"]["text/markdown"])
+    says("11", "The crash's section matches section 1 above")
+    f = crash_study().figures
+    assert f"requests retried: {f.retried}; failed after their retries: {f.failed}; lost: " \
+           f"{f.lost}; goodput lost: {f.goodput_lost}" in text
+    assert f"recovery time (windowed p95 TTFT and goodput back within 25% of before, for 3 " \
+           f"windows of 10 s): {f.recovery_s:g} s" in text
+
+
+# ---------------------------------------------------------------------------------------- 12
+
+
+def review_rows() -> dict[str, str]:
+    text = printed("12", "crash = \" \".join(")
+    return {line[:18].strip(): line[18:] for line in text.splitlines()[1:]}
+
+
+def test_12_the_review():
+    rows = review_rows()
+    assert set(rows) == {"3 x TP1", "4 x TP1", "2 x TP2"}
+    says("12", "3 x TP1 recovers from the crash in 30 s in two seeds but 70 s in the third, and "
+               "2 x TP2 in 90 s in the third")
+    assert "30 s   30 s   70 s  no:" in rows["3 x TP1"]
+    assert "30 s   30 s   90 s  no:" in rows["2 x TP2"]
+    says("12", "4 x TP1 recovers in 10 s in all three")
+    assert "10 s   10 s   10 s  yes" in rows["4 x TP1"]
+    says("12", "4 x TP1's p95 TTFT is 260 ms, somewhere from 229 to 292 ms")
+    assert "260 ms ( 229 to  292 ms)" in rows["4 x TP1"]
+    says("12", "with three runs the t factor is 4.3")
+    from scipy import stats
+    assert round(stats.t.ppf(0.975, 2), 1) == 4.3
+    says("12", "Every design meets the SLOs without faults, and none loses a request")
+    record = "".join("".join(o["data"]["text/markdown"]) for c in notebook("12")["cells"]
+                     if c["cell_type"] == "code" for o in c["outputs"]
+                     if "text/markdown" in o.get("data", {}))
+    for name in rows:
+        assert re.search(rf"\| {re.escape(name)} \| \d+ \| [\d.]+ \| \d+ ms \(\d+ to \d+\) \| "
+                         rf"[\d.]+ ms \| [\d.]+ \| 100\.0% \|", record), name
+    says("12", "The decision names 4 x TP1, the cheapest design that meets every criterion in "
+               "every run")
+    assert "**4 x TP1** (4 GPUs" in record
+    assert "lost" not in "".join(r for r in rows.values())
+
+
+def test_12_the_lost_requests_are_zero():
+    # "none loses a request": the lesson's designs, seeds and faults, run again
+    from schedatrix.serving.record import UNFINISHED
+    from schedatrix.serving.scenario import load_scenario
+    sc = load_scenario(NOTEBOOKS.parent / "examples" / "serving-accept.toml")
+    designs = [d for d in sc.designs if not d.priority_preemption]
+    assert [d.name for d in designs] == list(review_rows())
+    for seed in range(sc.seed, sc.seed + sc.runs):
+        req = sc.make_requests()(seed)
+        for d in designs:
+            run = simulate(req, d, faults=sc.faults, resilience=sc.resilience)
+            assert not (run.status == UNFINISHED).any(), (d.name, seed)
+
+
+def test_12_when_one_machine_will_do():
+    text = printed("12", "for rate in (2.0, 10.0):")
+    says("12", "At 2 requests/s one A100 passes with room to spare (p95 TTFT 357 ms, KV peak 8%)")
+    assert "1 x TP1  p95 TTFT   357 ms, KV peak   8%: PASS with room to spare" in text
+    assert "1 x TP1 alone meets them with room to spare on one machine: no distributed design " \
+           "is needed" in text
+    says("12", "At 10 requests/s the same replica fails outright (its queue grows without end: "
+               "a p95 TTFT of 200 s), and the cheapest passing design is 1 x TP2")
+    assert "1 x TP1  p95 TTFT 200553 ms, KV peak  96%: FAIL" in text
+    assert "Cheapest design meeting the SLOs: 1 x TP2 (2 GPUs" in text
+
+
+def test_the_serving_docs_quote_lesson_10():
+    docs = " ".join((NOTEBOOKS.parent / "docs" / "serving.md").read_text().split())
+    assert ("the prefix-aware router finds 64.6% of prompt tokens cached against round robin's "
+            "32.2%") in docs
+    assert ("session affinity puts 68% of the load on one replica (p95 TTFT 1,242 ms) while the "
+            "prefix-aware router keeps 87.1% cached with the load even (518 ms)") in docs
+    rows, hot = router_rows("10", "for name in ROUTERS:"), router_rows("10", "hot = shared_")
+    assert (rows["prefix"][1], rows["round-robin"][1]) == ("64.6%", "32.2%")
+    assert (hot["session"][5], hot["session"][3], hot["prefix"][1], hot["prefix"][3]) == (
+        "68%", "1242ms", "87.1%", "518ms")
+    assert "39% of them" in printed("10", "hot = shared_")
