@@ -34,6 +34,8 @@ def test_stored_outputs_render_cleanly(path):
         assert not re.search(r"(?m)^\((True|False), ['\"]", shown)  # a raw tuple
         for out in cell.get("outputs", []):
             data = out.get("data", {})
+            # JupyterLab's MathJax reads text between two dollar signs as math
+            assert "$" not in "".join(data.get("text/markdown", "")), "a $ in Markdown output"
             plain = "".join(data.get("text/plain", ""))
             if "application/vnd.jupyter.widget-view+json" in data:
                 # a widget's fallback is a picture of it, never its repr

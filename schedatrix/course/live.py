@@ -11,7 +11,7 @@ import html
 
 import ipywidgets as widgets
 
-__all__ = ["Live", "live", "page_text"]
+__all__ = ["Live", "live", "page_text", "page_markdown"]
 
 
 def page_text(text: str) -> str:
@@ -19,6 +19,15 @@ def page_text(text: str) -> str:
     entities, and each dollar sign as ``<span>&#36;</span>`` (JupyterLab's MathJax would read
     two dollar signs in one paragraph as math, and an escaped one still starts it)."""
     return html.escape(text).replace("$", "<span>&#36;</span>")
+
+
+def page_markdown(text: str):
+    """``text`` (Markdown) to display in a lesson with its dollar signs shown as dollars, not
+    read by JupyterLab's MathJax as the edges of math ("$0.756 per ... at $1.30" would set the
+    words between in italics)."""
+    from IPython.display import Markdown
+
+    return Markdown(text.replace("$", "<span>&#36;</span>"))
 
 
 class Live:
