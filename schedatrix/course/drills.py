@@ -170,8 +170,12 @@ def _grade_yesno(q: Question, answer) -> tuple[bool, str]:
     return value == q.answer, f"Not quite. {q.hint}"
 
 
-def _words(text: str, table: dict[str, str]) -> set[str]:
-    text = " " + re.sub(r"[^a-z_ -]", " ", str(text).lower()) + " "
+def find_words(text: str, table: dict[str, str], digits: bool = False) -> set[str]:
+    """The meanings (``table``'s values) of the spellings (its keys) found as whole words in
+    a typed answer, longest spelling first, each stretch of text used once; letters, ``_``,
+    ``-`` and (with ``digits``) digits count, anything else separates words."""
+    kept = r"[^a-z0-9_ -]" if digits else r"[^a-z_ -]"
+    text = " " + re.sub(kept, " ", str(text).lower()) + " "
     found = set()
     for spelling in sorted(table, key=len, reverse=True):
         pattern = r"(?<![a-z_])" + re.escape(spelling) + r"(?![a-z_])"
@@ -182,9 +186,9 @@ def _words(text: str, table: dict[str, str]) -> set[str]:
 
 
 def _grade_check(q: Question, answer) -> tuple[bool, str]:
-    checks = _words(answer, _CHECK_WORDS)
-    knobs = _words(answer, KNOB_NAMES)
-    says_none = bool(_words(answer, {w: "none" for w in _NONE_WORDS}))
+    checks = find_words(answer, _CHECK_WORDS)
+    knobs = find_words(answer, KNOB_NAMES)
+    says_none = bool(find_words(answer, {w: "none" for w in _NONE_WORDS}))
     if q.answer == "none":
         if says_none and not checks:
             return True, ""
@@ -205,7 +209,7 @@ def _grade_check(q: Question, answer) -> tuple[bool, str]:
 
 
 def _grade_incident(q: Question, answer) -> tuple[bool, str]:
-    names = _words(answer, _INCIDENT_WORDS)
+    names = find_words(answer, _INCIDENT_WORDS)
     if not names:
         return False, "Name one: clean, golden idler, noise evictor or shortfall."
     if names == {q.answer}:

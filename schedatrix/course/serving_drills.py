@@ -27,6 +27,7 @@ from itertools import combinations
 from ..errors import InputError
 from ..serving.catalog import GPU, GPUS, MODELS, ModelShape
 from ..serving.perf import PerfModel, allowed_tp
+from .drills import find_words
 
 __all__ = ["ServingQuestion", "ServingDrill", "SERVING_KINDS", "SLO_KNOBS", "PER_DRILL",
            "USABLE_SHARE", "RESERVE_GB", "HBM_SHARE", "BLOCK_TOKENS", "MAX_BATCH",
@@ -370,14 +371,7 @@ def _parse_number(text) -> float | None:
 
 
 def _words(text: str, table: dict[str, str]) -> set[str]:
-    text = " " + re.sub(r"[^a-z0-9_ -]", " ", str(text).lower()) + " "
-    found = set()
-    for spelling in sorted(table, key=len, reverse=True):
-        pattern = r"(?<![a-z_])" + re.escape(spelling) + r"(?![a-z_])"
-        if re.search(pattern, text):
-            found.add(table[spelling])
-            text = re.sub(pattern, " ", text)
-    return found
+    return find_words(text, table, digits=True)
 
 
 def grade(q: ServingQuestion, answer) -> tuple[bool, str]:
