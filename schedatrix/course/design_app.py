@@ -83,7 +83,12 @@ def comparison_table(c: Comparison) -> str:
                  f"{cost:,.3f}", _verdict_cell(o))
         mark = " class='sx-d-best'" if o is best else ""
         rows.append(f"<tr{mark}>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-    return "<table>" + "".join(rows) + "</table>"
+    crit = c.outcomes[0].criteria if c.outcomes else None
+    key = ("" if crit is None else
+           f"<p class='sx-d-key'><i>PASS: meets the SLOs in every run. PASS+: with room to spare "
+           f"(p95 TTFT and TPOT at most {crit.spare:.0%} of their SLOs, KV cache at most "
+           f"{crit.kv_spare:.0%} full). Highlighted: the cheapest design that passes.</i></p>")
+    return "<table>" + "".join(rows) + "</table>" + key
 
 
 def _png(fig: Figure) -> bytes:
