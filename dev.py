@@ -30,10 +30,13 @@ PY = BIN / "python"
 #: The whole test suite: unit and property tests, then every lesson and solution notebook
 #: checked against its stored outputs by nbval (exercises are graded by tests/, since an
 #: untouched exercise must fail).
+#: Every core works (pytest-xdist); a file's tests stay in one worker, so a notebook's cells
+#: run in order in one kernel.
+PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 TEST_ARGS = ["-m", "pytest", "tests", "notebooks", "solutions", "--nbval",
-             "--nbval-current-env", "-p", "no:cacheprovider"]
+             "--nbval-current-env", "-p", "no:cacheprovider", *PARALLEL]
 NBVAL_AGAIN = ["-m", "pytest", "notebooks", "solutions", "--nbval", "--nbval-current-env",
-               "-p", "no:cacheprovider", "-q"]
+               "-p", "no:cacheprovider", "-q", *PARALLEL]
 
 
 #: The lesson JupyterLab opens first.
