@@ -353,19 +353,26 @@ def _questions(m: Month, facts: tuple[str, ...], r: random.Random) -> tuple[Ques
         if sets or size == 1:
             break
         size -= 1  # pragma: no cover - the bank always has a set of five for a month
+    return tuple(posed[k] for k in draw_kinds(sets, list(KINDS), _DRAW_WEIGHT, r))
+
+
+def draw_kinds(sets: list[tuple[str, ...]], order: list[str], weight: dict[str, float],
+               r: random.Random) -> list[str]:
+    """One of ``sets`` (clash-free sets of kinds, all of one size), drawn kind by kind: each
+    next kind among those that can still end in a set, by its ``weight``, candidates in
+    ``order``; then shuffled (the order asked is not the order drawn)."""
     chosen: list[str] = []
-    while len(chosen) < size:
+    while len(chosen) < len(sets[0]):
         open_sets = [ids for ids in sets if set(chosen) <= set(ids)]
-        nexts = sorted({k for ids in open_sets for k in ids} - set(chosen),
-                       key=list(KINDS).index)
-        pick = r.random() * sum(_DRAW_WEIGHT[k] for k in nexts)
+        nexts = sorted({k for ids in open_sets for k in ids} - set(chosen), key=order.index)
+        pick = r.random() * sum(weight[k] for k in nexts)
         for k in nexts:
-            pick -= _DRAW_WEIGHT[k]
+            pick -= weight[k]
             if pick < 0 or k == nexts[-1]:
                 chosen.append(k)
                 break
-    r.shuffle(chosen)  # the order asked is not the order drawn
-    return tuple(posed[k] for k in chosen)
+    r.shuffle(chosen)
+    return chosen
 
 
 def drill(n: int) -> Drill:
@@ -385,8 +392,9 @@ def drill_set(first: int = 1, count: int = 5) -> list[Drill]:
     return [drill(first + i) for i in range(count)]
 
 
-def format_drill_set(drills: list[Drill], answers: bool = False) -> str:
-    """A printable set: the drills, then (if ``answers``) the answer key."""
+def format_drill_set(drills: list, answers: bool = False) -> str:
+    """A printable set: the drills, then (if ``answers``) the answer key (any drills with
+    ``text(answers=...)``: the fleet's or the serving ones)."""
     parts = [d.text() for d in drills]
     if answers:
         parts.append("ANSWER KEY")

@@ -27,7 +27,7 @@ from itertools import combinations
 from ..errors import InputError
 from ..serving.catalog import GPU, GPUS, MODELS, ModelShape
 from ..serving.perf import PerfModel, allowed_tp
-from .drills import find_words
+from .drills import draw_kinds, find_words, format_drill_set
 
 __all__ = ["ServingQuestion", "ServingDrill", "SERVING_KINDS", "SLO_KNOBS", "PER_DRILL",
            "USABLE_SHARE", "RESERVE_GB", "HBM_SHARE", "BLOCK_TOKENS", "MAX_BATCH",
@@ -482,19 +482,7 @@ def _questions(rep: _Replica, facts: tuple[str, ...], r: random.Random):
                    for a, b in combinations(ids, 2))]
     if not sets:
         return None
-    chosen: list[str] = []
-    while len(chosen) < PER_DRILL:
-        open_sets = [ids for ids in sets if set(chosen) <= set(ids)]
-        nexts = sorted({k for ids in open_sets for k in ids} - set(chosen),
-                       key=list(SERVING_KINDS).index)
-        pick = r.random() * sum(_DRAW_WEIGHT[k] for k in nexts)
-        for k in nexts:
-            pick -= _DRAW_WEIGHT[k]
-            if pick < 0 or k == nexts[-1]:
-                chosen.append(k)
-                break
-    r.shuffle(chosen)
-    return tuple(posed[k] for k in chosen)
+    return tuple(posed[k] for k in draw_kinds(sets, list(SERVING_KINDS), _DRAW_WEIGHT, r))
 
 
 def serving_drill(n: int) -> ServingDrill:
@@ -521,9 +509,5 @@ def serving_drill_set(first: int = 1, count: int = 5) -> list[ServingDrill]:
 
 def format_serving_drills(drills: list[ServingDrill], answers: bool = False) -> str:
     """A printable set: the drills, then (if ``answers``) the answer key."""
-    parts = [d.text() for d in drills]
-    if answers:
-        parts.append("ANSWER KEY")
-        parts += [d.text(answers=True) for d in drills]
-    return "\n\n".join(parts) + "\n"
+    return format_drill_set(drills, answers)
 
