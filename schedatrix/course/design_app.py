@@ -30,7 +30,16 @@ from ..serving.catalog import GPUS, MODELS
 from ..serving.compare import Comparison, compare, compare_models
 from ..serving.load import generate
 from .serving_app import seconds_text
-from .serving_knobs import DESIGN_MENU, LENGTHS, Setting, designs_for, load_of, menu_label
+from .serving_knobs import (
+    DESIGN_MENU,
+    LENGTHS,
+    TPOT_SLOS,
+    TTFT_SLOS,
+    Setting,
+    designs_for,
+    load_of,
+    menu_label,
+)
 
 __all__ = ["DesignApp", "design_page", "SIZES", "PAGE_INTRO"]
 
@@ -155,13 +164,10 @@ class DesignApp:
                 value=s.burstiness, description="Burstiness", **slider),
             "lengths": widgets.Dropdown(options=[(v[0], k) for k, v in LENGTHS.items()],
                                         value=s.lengths, description="Lengths", **drop),
-            "ttft_slo": widgets.Dropdown(
-                options=[("0.25 s", 0.25), ("0.5 s", 0.5), ("1 s", 1.0), ("2 s", 2.0),
-                         ("5 s", 5.0)], value=s.ttft_slo_s, description="TTFT SLO", **drop),
-            "tpot_slo": widgets.Dropdown(
-                options=[("25 ms", 0.025), ("50 ms", 0.05), ("100 ms", 0.1),
-                         ("200 ms", 0.2)], value=s.tpot_slo_s, description="TPOT SLO",
-                **drop),
+            "ttft_slo": widgets.Dropdown(options=TTFT_SLOS, value=s.ttft_slo_s,
+                                         description="TTFT SLO", **drop),
+            "tpot_slo": widgets.Dropdown(options=TPOT_SLOS, value=s.tpot_slo_s,
+                                         description="TPOT SLO", **drop),
             "runs": widgets.IntSlider(value=runs, min=1, max=5, description="Runs (seeds)",
                                       **slider),
             "requests": widgets.SelectionSlider(

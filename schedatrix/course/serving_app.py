@@ -30,7 +30,16 @@ from ..serving.metrics import figures
 from ..serving.record import COMPLETED, Run
 from ..serving.simulate import simulate
 from .request_plot import RequestPlot
-from .serving_knobs import LENGTHS, SPLITS, Setting, design_of, load_of, outcome_of
+from .serving_knobs import (
+    LENGTHS,
+    SPLITS,
+    TPOT_SLOS,
+    TTFT_SLOS,
+    Setting,
+    design_of,
+    load_of,
+    outcome_of,
+)
 
 __all__ = ["ServingApp", "serving_app", "READOUTS", "KNOB_GROUPS", "seconds_text"]
 
@@ -144,13 +153,10 @@ class ServingApp:
             "max_batched_tokens": widgets.Dropdown(
                 options=[512, 2048, 8192], value=s.max_batched_tokens,
                 description="Token budget / step", **drop),
-            "ttft_slo": widgets.Dropdown(
-                options=[("0.25 s", 0.25), ("0.5 s", 0.5), ("1 s", 1.0), ("2 s", 2.0),
-                         ("5 s", 5.0)], value=s.ttft_slo_s, description="TTFT SLO", **drop),
-            "tpot_slo": widgets.Dropdown(
-                options=[("25 ms", 0.025), ("50 ms", 0.05), ("100 ms", 0.1),
-                         ("200 ms", 0.2)], value=s.tpot_slo_s, description="TPOT SLO",
-                **drop),
+            "ttft_slo": widgets.Dropdown(options=TTFT_SLOS, value=s.ttft_slo_s,
+                                         description="TTFT SLO", **drop),
+            "tpot_slo": widgets.Dropdown(options=TPOT_SLOS, value=s.tpot_slo_s,
+                                         description="TPOT SLO", **drop),
             "seed": widgets.BoundedIntText(value=s.seed, min=0, max=2**31 - 1,
                                            description="Load draw (seed)", style=style,
                                            layout=widgets.Layout(width="260px")),

@@ -27,8 +27,8 @@ from ..serving.record import Run
 from ..serving.replay import replay
 from ..serving.requests import Requests, SLOClass
 
-__all__ = ["Setting", "LENGTHS", "SPLITS", "DESIGN_MENU", "load_of", "design_of",
-           "slo_class", "conversation_hour", "hour_pairs", "designs_for", "menu_label",
+__all__ = ["Setting", "LENGTHS", "SPLITS", "TTFT_SLOS", "TPOT_SLOS", "DESIGN_MENU", "load_of",
+           "design_of", "slo_class", "conversation_hour", "hour_pairs", "designs_for", "menu_label",
            "outcome_of"]
 
 #: Length choices: key -> (label, (input spec, output spec) or None for the hour's pairs).
@@ -40,6 +40,9 @@ LENGTHS = {
 }
 #: Prefill/decode splits a knob offers: (prefill replicas, decode replicas); (0, 0) = none.
 SPLITS = ((0, 0), (1, 1), (1, 2), (2, 1), (2, 2), (3, 1))
+#: The SLO thresholds a knob offers: (label, seconds).
+TTFT_SLOS = (("0.25 s", 0.25), ("0.5 s", 0.5), ("1 s", 1.0), ("2 s", 2.0), ("5 s", 5.0))
+TPOT_SLOS = (("25 ms", 0.025), ("50 ms", 0.05), ("100 ms", 0.1), ("200 ms", 0.2))
 
 #: The candidate designs compared by model shape: knobs on top of the model and GPU. Those a
 #: model does not fit on are skipped with the simulator's reason.
