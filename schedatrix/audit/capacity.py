@@ -15,7 +15,6 @@ answers are remembered by (model, GPU, GPUs per replica, objectives, the sample'
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -65,8 +64,7 @@ def derive_capacity(note: FleetNote, cfg: PoolConfig, sample: LengthSample) -> C
         return _assumed("the traces hold no requests of this pool")
     inp = np.ascontiguousarray(sample.input_tokens, np.int64)
     out = np.ascontiguousarray(sample.output_tokens, np.int64)
-    digest = hashlib.sha256(inp.tobytes() + b"|" + out.tobytes()).hexdigest()
-    return _simulated(model, gpu, cfg.gpus_per_replica, objectives, digest, inp.tobytes(),
+    return _simulated(model, gpu, cfg.gpus_per_replica, objectives, inp.tobytes(),
                       out.tobytes())
 
 
@@ -75,8 +73,8 @@ def _assumed(why: str) -> CapacityAnswer:
 
 
 @lru_cache(maxsize=64)
-def _simulated(model: str, gpu: str, tp: int, objectives: tuple, digest: str,
-               inp_bytes: bytes, out_bytes: bytes) -> CapacityAnswer:
+def _simulated(model: str, gpu: str, tp: int, objectives: tuple, inp_bytes: bytes,
+               out_bytes: bytes) -> CapacityAnswer:
     from ..serving.capacity import replica_capacity
 
     inp = np.frombuffer(inp_bytes, np.int64)
