@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_walkthrough import knob_latency as walkthrough_latency  # noqa: E402
-from bench_walkthrough import percentile  # noqa: E402
+from bench_walkthrough import percentile, turn_knobs  # noqa: E402
 
 # One value sequence per knob of a one-replica design: each change moves one knob.
 MOVES = {
@@ -46,22 +46,10 @@ MOVES = {
 def knob_latency(changes: int) -> list[float]:
     from schedatrix.course.serving_app import ServingApp
 
-    app = ServingApp()
-    cycles = {name: itertools.cycle(values) for name, values in MOVES.items()}
-    names = itertools.cycle(MOVES)
-    times = []
-    while len(times) < changes:
-        name = next(names)
-        value = next(cycles[name])
-        if app.knobs[name].value == value:
-            value = next(cycles[name])
-        before = app.updates
-        start = time.perf_counter()
-        app.knobs[name].value = value  # the observer runs update(): figures and plot
-        times.append(time.perf_counter() - start)
-        assert app.updates == before + 1, f"{name} -> {value} did not update once"
+    def one_replica_run(app) -> None:
         assert app.outcome is not None and app.setting().replicas == 1, app.error
-    return times
+
+    return turn_knobs(ServingApp(), MOVES, changes, one_replica_run)
 
 
 def fault_timeline_latency(changes: int) -> list[float]:

@@ -34,12 +34,12 @@ MOVES = {
 }
 
 
-def knob_latency(changes: int) -> list[float]:
-    from schedatrix.course.walkthrough import Walkthrough
-
-    app = Walkthrough()
-    cycles = {name: itertools.cycle(values) for name, values in MOVES.items()}
-    names = itertools.cycle(MOVES)
+def turn_knobs(app, moves: dict, changes: int, check=None) -> list[float]:
+    """Seconds from setting one knob of ``app`` (its ``knobs`` and ``updates``) to its
+    readouts redrawn, ``changes`` times, the knobs in turn through ``moves``' values;
+    ``check(app)`` after each change."""
+    cycles = {name: itertools.cycle(values) for name, values in moves.items()}
+    names = itertools.cycle(moves)
     times = []
     while len(times) < changes:
         name = next(names)
@@ -48,10 +48,18 @@ def knob_latency(changes: int) -> list[float]:
             value = next(cycles[name])
         before = app.updates
         start = time.perf_counter()
-        app.knobs[name].value = value  # the observer runs update(): readout and plots
+        app.knobs[name].value = value  # the observer runs update(): readouts and plots
         times.append(time.perf_counter() - start)
         assert app.updates == before + 1, f"{name} -> {value} did not update once"
+        if check is not None:
+            check(app)
     return times
+
+
+def knob_latency(changes: int) -> list[float]:
+    from schedatrix.course.walkthrough import Walkthrough
+
+    return turn_knobs(Walkthrough(), MOVES, changes)
 
 
 def percentile(values: list[float], q: float) -> float:
