@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTE = ROOT / "examples" / "fleet-note.toml"
+NOTE = ROOT / "schedatrix" / "examples" / "fleet-note.toml"
 YEAR_S = 365 * 86_400
 
 CHILD = r"""
@@ -48,7 +48,7 @@ traces = sys.argv[6:]
 knobs = json.loads(knobs)
 if not what.startswith("bare"):
     from schedatrix.audit.note import load_note
-    from schedatrix.audit.trace import read_trace
+    from schedatrix.traces.reader import read_trace
     from schedatrix.audit.audit import Settings, audit_files
     from schedatrix.audit.report import write_report
     from schedatrix.audit.cluster import RayRunner

@@ -7,9 +7,9 @@
    of the same, in a fresh process so its peak memory is its own (targets: under 60 s, 1 GB).
 3. The reference and the fast simulator on the same arrivals: time, iterations, events per
    second, the speed-up, and whether their figures agree.
-4. With --sweep (only this section): one grid (examples/serving-sweep.toml) in 1 process, in
-   N local processes and on a local Ray instance (its start-up timed apart), and whether the
-   three tables are identical.
+4. With --sweep (only this section): one grid (schedatrix/examples/serving-sweep.toml) in 1
+   process, in N local processes and on a local Ray instance (its start-up timed apart), and
+   whether the three tables are identical.
 
     .venv/bin/python benchmarks/bench_serving.py [--requests 1000000] [--repeat 3]
     .venv/bin/python benchmarks/bench_serving.py --sweep [--workers N] [--grid GRID.toml]
@@ -48,10 +48,10 @@ def _timed(fn, repeat):
 
 
 def azure_hour(repeat: int) -> None:
-    from schedatrix.serving.deployment import Design
-    from schedatrix.serving.metrics import figures
-    from schedatrix.serving.replay import replay
-    from schedatrix.serving.simulate import simulate
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.replay import replay
+    from schedatrix.serving.sim.simulate import simulate
     if not AZURE.exists():
         print(f"1. Azure hour: skipped ({AZURE} is absent: it lives in ../shared)")
         return
@@ -71,10 +71,10 @@ def azure_hour(repeat: int) -> None:
 
 def million_child(n: int) -> None:
     """Run in a fresh process: print one JSON line with the figures."""
-    from schedatrix.serving.deployment import Design
-    from schedatrix.serving.load import Load, generate
-    from schedatrix.serving.metrics import figures
-    from schedatrix.serving.simulate import simulate
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.workload import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
     c, w = time.process_time(), time.perf_counter()
     load = Load(rate_rps=40.0, input_len="lognormal:800,0.8", output_len="lognormal:150,0.8")
     req = generate(load, seed=1, requests=n)
@@ -108,10 +108,10 @@ def million(n: int) -> None:
 def side_by_side(repeat: int) -> None:
     import numpy as np
 
-    from schedatrix.serving.deployment import Design
-    from schedatrix.serving.load import Load, generate
-    from schedatrix.serving.metrics import figures
-    from schedatrix.serving.simulate import simulate
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.workload import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
     load = Load(rate_rps=6.0, input_len="lognormal:800,0.8", output_len="lognormal:200,0.8")
     req = generate(load, seed=3, requests=3000)
     design = Design(replicas=2)
@@ -129,9 +129,9 @@ def side_by_side(repeat: int) -> None:
 
 
 def sweep(grid_path: Path, workers: int) -> None:
-    from schedatrix.serving.grid import load_grid
-    from schedatrix.serving.sweep import ray_available, run_sweep
-    from schedatrix.serving.sweep_report import csv_text
+    from schedatrix.serving.harness.grid import load_grid
+    from schedatrix.serving.harness.sweep import ray_available, run_sweep
+    from schedatrix.serving.harness.sweep_report import csv_text
     grid = load_grid(grid_path)
     print(f"4. Sweep {grid_path.name}: {grid.describe()} "
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
@@ -152,7 +152,7 @@ def sweep(grid_path: Path, workers: int) -> None:
     else:
         import ray
 
-        from schedatrix.serving.sweep import start_ray
+        from schedatrix.serving.harness.sweep import start_ray
         w = time.perf_counter()
         start_ray("local", workers)
         start_s = time.perf_counter() - w
@@ -175,13 +175,14 @@ def main() -> None:
     p.add_argument("--sweep", action="store_true", help="only the sweep section")
     p.add_argument("--workers", type=int, default=None,
                    help="processes / Ray CPUs for --sweep (default: the CPUs available)")
-    p.add_argument("--grid", type=Path, default=ROOT / "examples" / "serving-sweep.toml")
+    p.add_argument("--grid", type=Path,
+                   default=ROOT / "schedatrix" / "examples" / "serving-sweep.toml")
     args = p.parse_args()
     if args.child:
         million_child(args.child)
         return
     if args.sweep:
-        from schedatrix.serving.sweep import default_workers
+        from schedatrix.serving.harness.sweep import default_workers
         sweep(args.grid, args.workers or default_workers())
         return
     azure_hour(args.repeat)

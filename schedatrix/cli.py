@@ -203,6 +203,15 @@ def _cmd_odds(args) -> int:
     return 0
 
 
+def _cmd_examples(args) -> int:
+    from .examples import write_examples
+
+    written = write_examples(args.folder, force=args.force)
+    print(f"wrote {len(written)} example files to {args.folder}: "
+          + ", ".join(p.name for p in written))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="schedatrix", description="One month of one rented GPU pool: "
                      "the bill, the tokens and the three checks.")
@@ -227,6 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead")
     p.set_defaults(func=_cmd_odds)
 
+    p = sub.add_parser("examples", help="copy the example files (fleet note, serving "
+                       "scenarios) into a folder of yours")
+    p.add_argument("folder", nargs="?", default="examples",
+                   help="where to write them (default ./examples)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite files there that differ from the examples")
+    p.set_defaults(func=_cmd_examples)
+
     for register in _extensions():
         register(sub)
     return parser
@@ -237,7 +254,7 @@ def _extensions():
     from .audit.cli import add_audit_parser
     from .classroom.grade_folder import add_grade_parser
     from .classroom.release import add_release_parser
-    from .course.drills import add_drills_parser
+    from .course.drills_cli import add_drills_parser
     from .course.serve import add_serve_parser
     from .serving.cli import add_serving_parser
 

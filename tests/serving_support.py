@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedatrix.serving.layout import Layout, ReplicaPlan
-from schedatrix.serving.requests import ClosedLoop, Requests, SLOClass
+from schedatrix.serving.cluster.layout import Layout, ReplicaPlan
+from schedatrix.serving.load.requests import ClosedLoop, Requests, SLOClass
 
 
 class LinearCost:

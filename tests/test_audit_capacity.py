@@ -11,13 +11,13 @@ import pytest
 
 from schedatrix.audit.audit import Settings, run_audit
 from schedatrix.audit.cli import add_audit_parser
-from schedatrix.audit.convert import Chunk
 from schedatrix.audit.note import parse_note
 from schedatrix.audit.report import markdown, to_json, verdict
 from schedatrix.audit.synth import constant_rate_csv, packaged_hour
 from schedatrix.audit.tally import SAMPLE_PAIRS, Tally, _mix, row_code, tally_traces
 from schedatrix.errors import InputError
-from schedatrix.serving.capacity import replica_capacity
+from schedatrix.serving.harness.capacity import replica_capacity
+from schedatrix.traces.convert import Chunk
 
 NOTE = """
 [fleet]

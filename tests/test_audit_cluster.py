@@ -16,7 +16,7 @@ from schedatrix.cli import main
 from schedatrix.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "fleet-note.toml"
+EXAMPLE = ROOT / "schedatrix" / "examples" / "fleet-note.toml"
 
 
 def _mooncake(path: Path, n: int) -> Path:

@@ -17,11 +17,11 @@ from schedatrix.audit.note import load_note, parse_note
 from schedatrix.audit.report import json_text
 from schedatrix.audit.synth import packaged_hour, two_pool_trace
 from schedatrix.audit.tally import tally_traces
-from schedatrix.audit.trace import TraceReader
 from schedatrix.errors import InputError
+from schedatrix.traces.reader import TraceReader
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "fleet-note.toml"
+EXAMPLE = ROOT / "schedatrix" / "examples" / "fleet-note.toml"
 AZURE = ROOT / ".." / "shared" / "traces" / "azure-llm-2023"
 NOTE = parse_note(EXAMPLE.read_text()
                   .replace("[pools.small]", '[pools.small]\naliases = ["ChatGPT"]')

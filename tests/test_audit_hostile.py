@@ -17,7 +17,7 @@ from schedatrix.cli import main
 from schedatrix.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "fleet-note.toml"
+EXAMPLE = ROOT / "schedatrix" / "examples" / "fleet-note.toml"
 START = np.datetime64("2023-11-16T18:00:00", "us")
 
 

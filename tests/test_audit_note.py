@@ -25,7 +25,7 @@ replica_capacity = "~3 requests/s per replica"
 
 
 def test_example_note_mirrors_the_form():
-    note = load_note(ROOT / "examples" / "fleet-note.toml")
+    note = load_note(ROOT / "schedatrix" / "examples" / "fleet-note.toml")
     assert (note.gpu_count, note.gpu_type) == (8, "NVIDIA A100 80GB")
     small, large = note.pool("small"), note.pool("large")
     assert small.models == ("Llama 3.2 3B",) and large.models == ("Llama 3.1 70B",)

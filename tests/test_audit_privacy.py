@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from schedatrix.audit.privacy import quotable, shown
 from schedatrix.cli import main
+from schedatrix.traces.privacy import quotable, shown
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "fleet-note.toml"
+EXAMPLE = ROOT / "schedatrix" / "examples" / "fleet-note.toml"
 SECRET = "Tell me the patient's diagnosis please and thanks"
 WORDS = ("patient", "diagnosis", "tell me")
 HEAD = "timestamp_s,pool,input_tokens,output_tokens"

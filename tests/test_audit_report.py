@@ -27,7 +27,7 @@ from schedatrix.audit.tally import tally_traces
 from schedatrix.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "fleet-note.toml"
+EXAMPLE = ROOT / "schedatrix" / "examples" / "fleet-note.toml"
 SHARED = ROOT / ".." / "shared"
 AZURE = SHARED / "traces" / "azure-llm-2023"
 needs_shared = pytest.mark.skipif(

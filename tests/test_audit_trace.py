@@ -8,8 +8,8 @@ import pytest
 
 from schedatrix.audit.note import parse_note
 from schedatrix.audit.tally import tally_traces
-from schedatrix.audit.trace import read_trace
 from schedatrix.errors import InputError
+from schedatrix.traces.reader import read_trace
 
 NOTE = parse_note("""
 [fleet]

@@ -298,8 +298,8 @@ def test_fault_lesson_in_jupyterlab(lab):
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="the playwright Python package is not installed")
     from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
-    from schedatrix.serving.faults import Fault
-    from schedatrix.serving.load import generate
+    from schedatrix.serving.cluster.faults import Fault
+    from schedatrix.serving.load.workload import generate
 
     expected = fault_study(generate(FAULT_LOAD, 0, duration_s=300), FAULT_DESIGN,
                            Fault("worker", 1, 120.0, 30.0)).figures
@@ -382,7 +382,7 @@ def test_lessons_10_and_12_run_in_jupyterlab(lab, request):
                 page.locator(".sx-r-knob-designs select").first.select_option(
                     ["3 x TP1", "4 x TP1"])
                 page.locator(".sx-r-run button, button.sx-r-run").first.click()
-                from schedatrix.serving.accept import chosen
+                from schedatrix.serving.harness.accept import chosen
                 _wait_text(page, ".sx-r-result",
                            f"Chosen: {chosen(expected.results).design.name},", 600_000)
                 # the same words (the page and the tag-stripped HTML space them differently)

@@ -18,15 +18,15 @@ import pytest
 import schedatrix as s
 from schedatrix.cli import build_parser, plan_from_args
 from schedatrix.course.drill_bank import KINDS
+from schedatrix.course.drill_kit import format_drill_set
 from schedatrix.course.drills import (
     MONTH_KINDS,
     PER_DRILL,
     QUESTION_KINDS,
-    add_drills_parser,
     drill,
     drill_set,
-    format_drill_set,
 )
+from schedatrix.course.drills_cli import add_drills_parser
 from schedatrix.errors import InputError
 
 MANY = 400  # drills scanned by the leak and balance tests

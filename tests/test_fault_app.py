@@ -13,10 +13,10 @@ from schedatrix.course.fault_app import (
     reload_s,
 )
 from schedatrix.errors import InputError
-from schedatrix.serving.deployment import Design
-from schedatrix.serving.faults import Fault, Resilience
-from schedatrix.serving.load import generate
-from schedatrix.serving.record import UNFINISHED
+from schedatrix.serving.cluster.deployment import Design
+from schedatrix.serving.cluster.faults import Fault, Resilience
+from schedatrix.serving.figures.record import UNFINISHED
+from schedatrix.serving.load.workload import generate
 
 
 @pytest.fixture(scope="module")

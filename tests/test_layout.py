@@ -10,18 +10,28 @@ import pytest
 import schedatrix
 
 PACKAGE = Path(schedatrix.__file__).parent
-WINGS = ("fleet", "audit", "serving", "course", "classroom")
+WINGS = ("fleet", "traces", "audit", "serving", "course", "classroom")
 
-#: What each wing may import from the package besides itself ("top" = errors.py).
+#: What each wing may import from the package besides itself ("top" = errors.py). The trace
+#: readers sit below both the audit and the simulator; the serving wing imports nothing of the
+#: audit.
 ALLOWED = {
     "fleet": {"top"},
-    "audit": {"top", "fleet", "serving"},
-    "serving": {"top", "fleet", "audit"},
-    "course": {"top", "fleet", "audit", "serving"},
-    "classroom": {"top", "fleet", "audit", "serving", "course"},
+    "traces": {"top"},
+    "audit": {"top", "fleet", "traces", "serving"},
+    "serving": {"top", "fleet", "traces"},
+    "course": {"top", "fleet", "traces", "audit", "serving"},
+    "classroom": {"top", "fleet", "traces", "audit", "serving", "course"},
 }
-#: Top-level modules a wing may import (the command line wires wings, so none may import it).
-TOP_SHARED = {"errors"}
+#: The serving wing's rooms, lowest first: a room imports only rooms before it (and the
+#: wing's loose modules below them all, ``numbers``); ``cli`` sits on top of every room.
+SERVING_ROOMS = ("load", "perf", "replica", "cluster", "figures", "sim", "harness")
+SERVING_LOOSE = {"__init__", "numbers", "cli"}
+#: No package folder holds more modules than this (a newcomer can see a folder's parts).
+MAX_MODULES = 24
+#: Top-level modules a wing may import: the error type and the packaged example files (the
+#: command line wires wings, so none may import it).
+TOP_SHARED = {"errors", "examples"}
 
 
 def _modules(wing: str) -> list[Path]:
@@ -53,7 +63,7 @@ def _package_imports(path: Path, source: str | None = None) -> list[tuple[int, s
 def test_the_package_has_its_wings_and_few_loose_modules():
     loose = sorted(p.stem for p in PACKAGE.glob("*.py"))
     assert loose == ["__init__", "__main__", "cli", "errors"]
-    for wing in ("fleet", "audit", "course", "classroom"):
+    for wing in WINGS:
         assert (PACKAGE / wing / "__init__.py").exists(), wing
 
 
@@ -90,3 +100,115 @@ def test_public_names_stay_at_the_top():
     for name in ("score", "greedy_run_set", "evict_worst", "wrong_evictions", "simulate",
                  "simulate_many", "Plan", "preset", "Month", "InputError"):
         assert hasattr(schedatrix, name), name
+
+
+def _graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports (dotted inside schedatrix; a package is its
+    ``__init__``, named by the package)."""
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        names[path] = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    known = set(names.values())
+    graph = {}
+    for path, name in names.items():
+        targets = set()
+        for _, target in _package_imports(path):
+            while target and target not in known:  # "fleet.month.simulate" -> "fleet.month"
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_sees_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_package_folder_holds_too_many_modules():
+    for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if (p / "__init__.py").exists())]:
+        modules = [p for p in folder.glob("*.py") if p.stem != "__init__"]
+        assert len(modules) <= MAX_MODULES, f"{folder.relative_to(PACKAGE.parent)}: {len(modules)}"
+
+
+def test_the_serving_wing_is_in_rooms_that_import_downhill():
+    serving = PACKAGE / "serving"
+    loose = {p.stem for p in serving.glob("*.py")}
+    assert loose == SERVING_LOOSE
+    rooms = {p.name for p in serving.iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(SERVING_ROOMS)
+    bad = []
+    for room in SERVING_ROOMS:
+        below = set(SERVING_ROOMS[: SERVING_ROOMS.index(room) + 1]) | {"numbers"}
+        for path in sorted((serving / room).glob("*.py")):
+            for line, target in _package_imports(path):
+                parts = target.split(".")
+                if parts[0] != "serving" or len(parts) < 2:
+                    continue
+                if parts[1] not in below:
+                    bad.append(f"{path.relative_to(PACKAGE)}:{line} imports schedatrix.{target}")
+    assert not bad, "\n".join(bad)
+
+
+def test_each_serving_room_says_what_it_is():
+    for room in SERVING_ROOMS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / "serving" / room / "__init__.py").read_text()))
+        assert doc and len(doc.splitlines()[0]) > 20, room
+
+
+def test_the_top_level_holds_only_what_the_readme_layout_lists():
+    """Every tracked entry at the repository's top is in the README's layout table (a generated
+    report folder tracked by mistake fails here)."""
+    import re
+    import subprocess
+
+    root = PACKAGE.parent
+    readme = (root / "README.md").read_text()
+    table = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    listed = {m.strip("/") for m in re.findall(r"`([^`]+)`", table)}
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout: " + tracked.stderr.strip()[:80])
+    top = {line.split("/")[0] for line in tracked.stdout.splitlines()}
+    hidden = {t for t in top if t.startswith(".") and t != ".ci"}
+    missing = sorted(t for t in top - hidden
+                     if not any(p == t or p.startswith(t + "/") for p in listed))
+    assert missing == []

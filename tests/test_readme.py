@@ -51,5 +51,6 @@ def test_each_example_runs_from_a_clone(argv, tmp_path):
 
 def test_no_example_names_a_file_a_clone_lacks():
     assert "code.csv conv.csv" not in README and "shared/spec" not in README
-    for path in re.findall(r"(?:examples|schedatrix/data|docs)/[\w./-]+\.\w+", README):
+    named = r"(?<![\w/])(?:schedatrix/examples|schedatrix/data|docs)/[\w./-]+\.\w+"
+    for path in re.findall(named, README):
         assert (ROOT / path).exists(), path

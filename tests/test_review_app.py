@@ -4,8 +4,8 @@ gives it."""
 from __future__ import annotations
 
 from schedatrix.course.review_app import EXAMPLE, ReviewApp
-from schedatrix.serving.accept import accept, chosen
-from schedatrix.serving.scenario import scenario_from_dict
+from schedatrix.serving.harness.accept import accept, chosen
+from schedatrix.serving.harness.scenario import scenario_from_dict
 
 SMALL = {
     "load": {"rate": 6, "duration": 120, "input_len": "lognormal:900,0.8",

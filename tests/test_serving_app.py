@@ -19,11 +19,11 @@ from schedatrix.course.serving_knobs import (
     outcome_of,
 )
 from schedatrix.errors import InputError
-from schedatrix.serving.acceptance import evaluate
-from schedatrix.serving.compare import compare
-from schedatrix.serving.load import generate
-from schedatrix.serving.metrics import figures
-from schedatrix.serving.simulate import simulate
+from schedatrix.serving.figures.metrics import figures
+from schedatrix.serving.harness.acceptance import evaluate
+from schedatrix.serving.harness.compare import compare
+from schedatrix.serving.load.workload import generate
+from schedatrix.serving.sim.simulate import simulate
 
 
 @pytest.fixture(scope="module")

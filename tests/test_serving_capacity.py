@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from schedatrix.errors import InputError
-from schedatrix.serving.capacity import catalog_gpu, catalog_model, replica_capacity
+from schedatrix.serving.harness.capacity import catalog_gpu, catalog_model, replica_capacity
 
 
 @pytest.mark.parametrize("text, key", [

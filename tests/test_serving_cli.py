@@ -12,15 +12,15 @@ import pytest
 
 from schedatrix.cli import main
 from schedatrix.errors import InputError
-from schedatrix.serving.acceptance import Criteria, evaluate, interval
-from schedatrix.serving.compare import compare
-from schedatrix.serving.deployment import Design, build
-from schedatrix.serving.load import Load, generate
-from schedatrix.serving.requests import SLOClass
-from schedatrix.serving.scenario import load_scenario, scenario_from_dict
+from schedatrix.serving.cluster.deployment import Design, build
+from schedatrix.serving.harness.acceptance import Criteria, evaluate, interval
+from schedatrix.serving.harness.compare import compare
+from schedatrix.serving.harness.scenario import load_scenario, scenario_from_dict
+from schedatrix.serving.load.requests import SLOClass
+from schedatrix.serving.load.workload import Load, generate
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "serving-compare.toml"
+EXAMPLE = ROOT / "schedatrix" / "examples" / "serving-compare.toml"
 AZURE = (ROOT.parent / "shared" / "traces" / "azure-llm-2023"
          / "AzureLLMInferenceTrace_conv_2023.csv")
 

@@ -13,10 +13,10 @@ import pytest
 from schedatrix.cli import main
 from schedatrix.course import serving_drills as sd
 from schedatrix.errors import InputError
-from schedatrix.serving.catalog import GPUS, MODELS
-from schedatrix.serving.kernels import allreduce_s
-from schedatrix.serving.kv_cache import largest_batch
-from schedatrix.serving.perf import PerfModel
+from schedatrix.serving.perf.catalog import GPUS, MODELS
+from schedatrix.serving.perf.kernels import allreduce_s
+from schedatrix.serving.perf.model import PerfModel
+from schedatrix.serving.replica.kv_cache import largest_batch
 
 COUNT = 300
 

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 from schedatrix.errors import InputError
-from schedatrix.serving.deployment import Design
-from schedatrix.serving.event_log import EVENT_KINDS, event_log, logged_run
-from schedatrix.serving.faults import parse_fault
-from schedatrix.serving.kv_cache import largest_batch
-from schedatrix.serving.load import Load, generate
-from schedatrix.serving.metrics import figures
-from schedatrix.serving.prefix_load import DOCUMENT_BLOCKS, document_sessions
-from schedatrix.serving.record import COMPLETED
-from schedatrix.serving.recovery import recovery_from_series, recovery_series, recovery_time
-from schedatrix.serving.requests import SLOClass
-from schedatrix.serving.routing import FunctionRouter
-from schedatrix.serving.simulate import simulate
+from schedatrix.serving.cluster.deployment import Design
+from schedatrix.serving.cluster.faults import parse_fault
+from schedatrix.serving.cluster.routing import FunctionRouter
+from schedatrix.serving.figures.metrics import figures
+from schedatrix.serving.figures.record import COMPLETED
+from schedatrix.serving.figures.recovery import recovery_from_series, recovery_series, recovery_time
+from schedatrix.serving.load.prefixes import DOCUMENT_BLOCKS, document_sessions
+from schedatrix.serving.load.requests import SLOClass
+from schedatrix.serving.load.workload import Load, generate
+from schedatrix.serving.replica.kv_cache import largest_batch
+from schedatrix.serving.sim.event_log import EVENT_KINDS, event_log, logged_run
+from schedatrix.serving.sim.simulate import simulate
 
 
 def test_a_function_router_of_least_work_makes_the_library_least_work_run():

@@ -22,18 +22,18 @@ import pytest
 from schedatrix.audit.synth import packaged_hour
 from schedatrix.course.roofline import decode_batches, prefill_batches, ridge_flops_per_byte
 from schedatrix.course.serving_knobs import DESIGN_MENU, conversation_hour, designs_for, hour_pairs
-from schedatrix.serving.acceptance import evaluate
-from schedatrix.serving.catalog import GPUS, MODELS
-from schedatrix.serving.coefficients import COEFFICIENTS
-from schedatrix.serving.deployment import Design
-from schedatrix.serving.fit import fit
-from schedatrix.serving.load import Load, generate
-from schedatrix.serving.metrics import figures
-from schedatrix.serving.perf import ACTIVATION_RESERVE_GB, GPU_MEMORY_UTILIZATION, PerfModel
-from schedatrix.serving.record import COMPLETED
-from schedatrix.serving.replay import replay
-from schedatrix.serving.requests import SLOClass
-from schedatrix.serving.simulate import simulate
+from schedatrix.serving.cluster.deployment import Design
+from schedatrix.serving.figures.metrics import figures
+from schedatrix.serving.figures.record import COMPLETED
+from schedatrix.serving.harness.acceptance import evaluate
+from schedatrix.serving.load.fit import fit
+from schedatrix.serving.load.replay import replay
+from schedatrix.serving.load.requests import SLOClass
+from schedatrix.serving.load.workload import Load, generate
+from schedatrix.serving.perf.catalog import GPUS, MODELS
+from schedatrix.serving.perf.coefficients import COEFFICIENTS
+from schedatrix.serving.perf.model import ACTIVATION_RESERVE_GB, GPU_MEMORY_UTILIZATION, PerfModel
+from schedatrix.serving.sim.simulate import simulate
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHAT = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
@@ -368,7 +368,7 @@ def test_the_serving_glossary_figures():
 
 
 def test_10_the_prefix_heavy_load():
-    from schedatrix.serving.prefixes import shared_prefix_load
+    from schedatrix.serving.load.prefixes import shared_prefix_load
     text = printed("10", "docs = shared_prefix_load(")
     says("10", "every request is a question about one of 300 documents of 3,072 tokens, arriving "
                "at 8 requests/s")
@@ -466,8 +466,8 @@ def test_10_the_noisy_neighbour():
     says("10", "Isolated, the quiet tenant keeps a p95 TPOT of 19 ms and 99.7% within its SLOs; "
                "the noisy tenant has 1,289 requests rejected")
     assert "p95 TPOT  19 ms,  99.7% in SLO | noisy: 1,289 rejected" in text
-    from schedatrix.serving.admission import OVER_RATE
-    from schedatrix.serving.isolation import noisy_neighbour
+    from schedatrix.serving.cluster.admission import OVER_RATE
+    from schedatrix.serving.harness.isolation import noisy_neighbour
     nn = noisy_neighbour(A100_8B.with_(replicas=2))
     assert nn.with_isolation.reasons[0][(OVER_RATE, 1)] == 1289   # the same scenario
     rows = printed("10", "nn = noisy_neighbour(").splitlines()
@@ -482,14 +482,14 @@ def test_10_the_noisy_neighbour():
 @cache
 def crash_study():
     from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
-    from schedatrix.serving.faults import parse_fault
+    from schedatrix.serving.cluster.faults import parse_fault
     return fault_study(generate(FAULT_LOAD, 0, duration_s=300), FAULT_DESIGN,
                        parse_fault("worker:0@120+30"))
 
 
 def test_11_the_crash():
     from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, reload_s
-    from schedatrix.serving.faults import Resilience
+    from schedatrix.serving.cluster.faults import Resilience
     says("11", "three replicas of Llama 3.1 8B on A100s behind a least-work router, serving a "
                "chat service (one class: TTFT at most 1 s, TPOT at most 60 ms) at 8 requests/s "
                "for five minutes")
@@ -535,7 +535,7 @@ def test_11_detection_and_recovery():
 
 def test_11_node_failure_and_the_rolling_restart():
     from schedatrix.course.fault_app import FAULT_DESIGN
-    from schedatrix.serving.deployment import build
+    from schedatrix.serving.cluster.deployment import build
     says("11", "The layout puts all three replicas on node 0")
     assert {p.nodes for p in build(FAULT_DESIGN).layout.replicas} == {(0,)}
     says("11", "None is lost, but 278 fail")
@@ -600,9 +600,9 @@ def test_12_the_review():
 
 def test_12_the_lost_requests_are_zero():
     # "none loses a request": the lesson's designs, seeds and faults, run again
-    from schedatrix.serving.record import UNFINISHED
-    from schedatrix.serving.scenario import load_scenario
-    sc = load_scenario(NOTEBOOKS.parent / "examples" / "serving-accept.toml")
+    from schedatrix.serving.figures.record import UNFINISHED
+    from schedatrix.serving.harness.scenario import load_scenario
+    sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
     designs = [d for d in sc.designs if not d.priority_preemption]
     assert [d.name for d in designs] == list(review_rows())
     for seed in range(sc.seed, sc.seed + sc.runs):

@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from schedatrix.audit.trace import read_trace
 from schedatrix.errors import InputError
-from schedatrix.serving.arrivals import Arrivals, Burst
-from schedatrix.serving.fit import figures, fit
-from schedatrix.serving.lengths import (
+from schedatrix.serving.load.arrivals import Arrivals, Burst
+from schedatrix.serving.load.fit import figures, fit
+from schedatrix.serving.load.lengths import (
     Exponential,
     Fixed,
     LogNormal,
@@ -28,9 +27,10 @@ from schedatrix.serving.lengths import (
     draw_lengths,
     parse_length,
 )
-from schedatrix.serving.load import Load, Tenant, generate
-from schedatrix.serving.replay import replay
-from schedatrix.serving.requests import ClosedLoop, Requests, SLOClass
+from schedatrix.serving.load.replay import replay
+from schedatrix.serving.load.requests import ClosedLoop, Requests, SLOClass
+from schedatrix.serving.load.workload import Load, Tenant, generate
+from schedatrix.traces.reader import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 AZURE = ROOT / ".." / "shared" / "traces" / "azure-llm-2023"

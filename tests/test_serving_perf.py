@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedatrix.errors import InputError
-from schedatrix.serving import catalog
-from schedatrix.serving.catalog import GPUS, MODELS, ModelShape, gpu, model
-from schedatrix.serving.coefficients import COEFFICIENTS
-from schedatrix.serving.kernels import Efficiency, prefill_attention_s, send_s
-from schedatrix.serving.perf import (
+from schedatrix.serving.perf import catalog
+from schedatrix.serving.perf.catalog import GPUS, MODELS, ModelShape, gpu, model
+from schedatrix.serving.perf.coefficients import COEFFICIENTS
+from schedatrix.serving.perf.kernels import Efficiency, prefill_attention_s, send_s
+from schedatrix.serving.perf.model import (
     ACTIVATION_RESERVE_GB,
     GPU_MEMORY_UTILIZATION,
     FixedCostModel,
@@ -364,14 +364,14 @@ LAYER_MEDIAN, LAYER_WORST, OPERATOR_MEDIAN, COLLECTIVE_MEDIAN = 0.05, 0.45, 0.10
 
 @pytest.fixture(scope="module")
 def profiles():
-    from schedatrix.serving.profiles import read_profiles
+    from schedatrix.serving.perf.profiles import read_profiles
 
     return read_profiles(DATA)
 
 
 @needs_data
 def test_calibration_errors_are_within_the_stated_tolerances(profiles):
-    from schedatrix.serving.profile_errors import error_rows, summary
+    from schedatrix.serving.perf.profile_errors import error_rows, summary
 
     rows = summary(error_rows(profiles, COEFFICIENTS))
     got = {(r["gpu"], r["kind"]): r for r in rows}
@@ -386,7 +386,7 @@ def test_calibration_errors_are_within_the_stated_tolerances(profiles):
 
 @needs_data
 def test_the_readme_whole_steps_are_met(profiles):
-    from schedatrix.serving.profile_errors import whole_steps
+    from schedatrix.serving.perf.profile_errors import whole_steps
 
     (d1, p1, f1), (d64, p64, f64), (pre, p2k, f2k) = whole_steps(COEFFICIENTS)
     assert (f1, f64, f2k) == (9.9e-3, 28.7e-3, 158e-3)
@@ -397,7 +397,7 @@ def test_the_readme_whole_steps_are_met(profiles):
 @pytest.mark.slow
 @needs_data
 def test_a_fresh_fit_reproduces_the_shipped_coefficients(profiles):
-    from schedatrix.serving.calibration import fit_coefficients
+    from schedatrix.serving.perf.calibration import fit_coefficients
 
     fresh = fit_coefficients(profiles)
     assert set(fresh) == set(COEFFICIENTS)

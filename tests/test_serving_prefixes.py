@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from schedatrix.errors import InputError
-from schedatrix.serving.deployment import Design
-from schedatrix.serving.load import Load, generate
-from schedatrix.serving.prefixes import HASH_BASE, shared_prefix_load
-from schedatrix.serving.simulate import simulate
+from schedatrix.serving.cluster.deployment import Design
+from schedatrix.serving.load.prefixes import HASH_BASE, shared_prefix_load
+from schedatrix.serving.load.workload import Load, generate
+from schedatrix.serving.sim.simulate import simulate
 
 
 def test_each_request_is_its_document_plus_a_question():

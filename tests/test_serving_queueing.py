@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from serving_support import LinearCost, layout
 
-from schedatrix.serving.engine import simulate_fast
-from schedatrix.serving.metrics import figures, time_series
-from schedatrix.serving.replica import SchedulerConfig
-from schedatrix.serving.requests import Requests
+from schedatrix.serving.figures.metrics import figures, time_series
+from schedatrix.serving.load.requests import Requests
+from schedatrix.serving.replica.knobs import SchedulerConfig
+from schedatrix.serving.sim.engine import simulate_fast
 
 #: 10 ms per iteration whatever it holds: a request of one prompt token and K output tokens
 #: is served in exactly K x 10 ms (one prefill iteration, then K - 1 decode iterations).

@@ -8,30 +8,36 @@ from serving_support import LinearCost, layout, poisson_load
 
 from schedatrix.cli import main
 from schedatrix.errors import InputError
-from schedatrix.serving.accept import FaultCriteria, accept, chosen, decision_record, runbook
-from schedatrix.serving.acceptance import Criteria
-from schedatrix.serving.admission import OVER_RATE, QUEUE_FULL, TTFT_TOO_LONG, Admission
-from schedatrix.serving.deployment import Design, build
-from schedatrix.serving.engine import simulate_fast
-from schedatrix.serving.faults import Fault, Resilience, check_faults, parse_fault
-from schedatrix.serving.isolation import noisy_neighbour
-from schedatrix.serving.load import Load, generate
-from schedatrix.serving.metrics import figures
-from schedatrix.serving.policy import Policy
-from schedatrix.serving.prefix_load import document_sessions
-from schedatrix.serving.record import COMPLETED, FAILED, UNFINISHED
-from schedatrix.serving.recovery import fault_figures
-from schedatrix.serving.reference import simulate_reference
-from schedatrix.serving.replica import SchedulerConfig
-from schedatrix.serving.requests import Requests, SLOClass
-from schedatrix.serving.routing import (
+from schedatrix.serving.cluster.admission import OVER_RATE, QUEUE_FULL, TTFT_TOO_LONG, Admission
+from schedatrix.serving.cluster.deployment import Design, build
+from schedatrix.serving.cluster.faults import Fault, Resilience, check_faults, parse_fault
+from schedatrix.serving.cluster.policy import Policy
+from schedatrix.serving.cluster.routing import (
     LeastWork,
     PowerOfTwo,
     PrefixAware,
     RoundRobin,
     SessionAffinity,
 )
-from schedatrix.serving.simulate import simulate
+from schedatrix.serving.figures.metrics import figures
+from schedatrix.serving.figures.record import COMPLETED, FAILED, UNFINISHED
+from schedatrix.serving.figures.recovery import fault_figures
+from schedatrix.serving.harness.accept import (
+    FaultCriteria,
+    accept,
+    chosen,
+    decision_record,
+    runbook,
+)
+from schedatrix.serving.harness.acceptance import Criteria
+from schedatrix.serving.harness.isolation import noisy_neighbour
+from schedatrix.serving.load.prefixes import document_sessions
+from schedatrix.serving.load.requests import Requests, SLOClass
+from schedatrix.serving.load.workload import Load, generate
+from schedatrix.serving.replica.knobs import SchedulerConfig
+from schedatrix.serving.sim.engine import simulate_fast
+from schedatrix.serving.sim.reference import simulate_reference
+from schedatrix.serving.sim.simulate import simulate
 
 # -- routers on hand-built states ---------------------------------------------------------------
 

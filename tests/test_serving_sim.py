@@ -10,16 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serving_support import LinearCost, layout, poisson_load
 
-from schedatrix.serving.admission import Admission
-from schedatrix.serving.engine import simulate_fast
-from schedatrix.serving.faults import Fault
-from schedatrix.serving.metrics import figures
-from schedatrix.serving.policy import Policy
-from schedatrix.serving.record import COMPLETED, REJECTED
-from schedatrix.serving.reference import simulate_reference
-from schedatrix.serving.replica import SchedulerConfig
-from schedatrix.serving.requests import Requests, SLOClass
-from schedatrix.serving.routing import ROUTERS
+from schedatrix.serving.cluster.admission import Admission
+from schedatrix.serving.cluster.faults import Fault
+from schedatrix.serving.cluster.policy import Policy
+from schedatrix.serving.cluster.routing import ROUTERS
+from schedatrix.serving.figures.metrics import figures
+from schedatrix.serving.figures.record import COMPLETED, REJECTED
+from schedatrix.serving.load.requests import Requests, SLOClass
+from schedatrix.serving.replica.knobs import SchedulerConfig
+from schedatrix.serving.sim.engine import simulate_fast
+from schedatrix.serving.sim.reference import simulate_reference
 
 SIMS = [simulate_reference, simulate_fast]
 #: Random designs per run of the equality test (set SX_HYPOTHESIS_EXAMPLES=400 for a long hunt).
@@ -240,7 +240,7 @@ def test_reference_equals_fast_with_policies_and_faults(seed, rate, router, buck
                                                          shed_ttft, priority, swap, fault,
                                                          split, span, prefix, kv, max_batch,
                                                          health):
-    from schedatrix.serving.faults import Resilience
+    from schedatrix.serving.cluster.faults import Resilience
     req = poisson_load(80, rate, seed, inp=(20, 300), out=(1, 120), hashes=prefix,
                        classes=CLASSES)
     lay = layout(0 if split else 3, kv, 1, prefill=2 if split else 0, decode=2 if split else 0,

@@ -13,9 +13,14 @@ import pytest
 
 from schedatrix.cli import main
 from schedatrix.errors import InputError
-from schedatrix.serving.grid import Task, grid_from_dict, load_grid
-from schedatrix.serving.sweep import pareto_front, ray_available, run_sweep, run_tasks
-from schedatrix.serving.sweep_report import csv_text, parquet_available, sweep_json, write_sweep
+from schedatrix.serving.harness.grid import Task, grid_from_dict, load_grid
+from schedatrix.serving.harness.sweep import pareto_front, ray_available, run_sweep, run_tasks
+from schedatrix.serving.harness.sweep_report import (
+    csv_text,
+    parquet_available,
+    sweep_json,
+    write_sweep,
+)
 
 #: A tiny grid: 2 designs x 2 loads x 2 seeds = 8 runs of 120 requests.
 TINY = """
@@ -329,7 +334,8 @@ def test_sweep_json_is_one_object_and_the_same_for_processes(tmp_path, capsys, t
 
 def test_example_grid_parses(tmp_path):
     from pathlib import Path
-    g = load_grid(Path(__file__).resolve().parents[1] / "examples" / "serving-sweep.toml")
+    root = Path(__file__).resolve().parents[1]
+    g = load_grid(root / "schedatrix" / "examples" / "serving-sweep.toml")
     assert len(g.tasks) == len(g.designs) * len(g.loads) * len(g.seeds) and not g.skipped
 
 

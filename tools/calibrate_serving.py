@@ -2,10 +2,10 @@
 
 Reads the profiled GPUs in ``../shared/serving-data`` (Vidur's A100 and H100 operator and
 collective profiles, the H200 measurements), fits the factors of each GPU
-(``schedatrix.serving.calibration.fit_coefficients`` says which come from where; the L4 has no
-data and takes the A100's, marked uncalibrated) and writes ``schedatrix/serving/coefficients.py``
-with a header naming this script and a digest of the data it read. The data itself is never
-copied. Rerun after the data or the model changes:
+(``schedatrix.serving.perf.calibration.fit_coefficients`` says which come from where; the L4 has no
+data and takes the A100's, marked uncalibrated) and writes
+``schedatrix/serving/perf/coefficients.py`` with a header naming this script and a digest of
+the data it read. The data itself is never copied. Rerun after the data or the model changes:
 
     python tools/calibrate_serving.py [--data ../shared/serving-data] [--check]
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".." / "shared" / "serving-data"
-TARGET = ROOT / "schedatrix" / "serving" / "coefficients.py"
+TARGET = ROOT / "schedatrix" / "serving" / "perf" / "coefficients.py"
 SIGNIFICANT = 5  # digits kept of each fitted value
 
 
@@ -43,7 +43,7 @@ def render(coefficients: dict, digest: str) -> str:
         f"H100 profiles, the H200 measurements; CSV digest {digest}). Do not edit: rerun",
         "the script.",
         "Each entry's ``source`` says where its factors come from; the fields are documented on",
-        "schedatrix.serving.kernels.Efficiency and in docs/serving-calibration.md.",
+        "schedatrix.serving.perf.kernels.Efficiency and in docs/serving-calibration.md.",
         '"""',
         "",
         f"DATA_DIGEST = {digest!r}",
@@ -81,8 +81,8 @@ def main() -> int:
               "beside the repository); nothing to fit")
         return 0
     sys.path.insert(0, str(ROOT))
-    from schedatrix.serving.calibration import fit_coefficients
-    from schedatrix.serving.profiles import read_profiles
+    from schedatrix.serving.perf.calibration import fit_coefficients
+    from schedatrix.serving.perf.profiles import read_profiles
 
     text = render(fit_coefficients(read_profiles(args.data)), data_digest(args.data))
     if args.check:

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         root = tmp / "root"
         (root / "notebooks").mkdir(parents=True)
-        for folder in ("docs", "examples"):   # lessons link to docs/ and read examples/
+        for folder in ("docs",):   # lessons link to docs/
             if (ROOT / folder).is_dir():
                 shutil.copytree(ROOT / folder, root / folder)
         for lesson in lessons:

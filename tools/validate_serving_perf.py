@@ -111,9 +111,14 @@ def main() -> int:
               "beside the repository); nothing to compare")
         return 0
     sys.path.insert(0, str(ROOT))
-    from schedatrix.serving.coefficients import COEFFICIENTS, DATA_DIGEST
-    from schedatrix.serving.profile_errors import error_rows, layer_samples, summary, whole_steps
-    from schedatrix.serving.profiles import read_profiles
+    from schedatrix.serving.perf.coefficients import COEFFICIENTS, DATA_DIGEST
+    from schedatrix.serving.perf.profile_errors import (
+        error_rows,
+        layer_samples,
+        summary,
+        whole_steps,
+    )
+    from schedatrix.serving.perf.profiles import read_profiles
 
     profiles = read_profiles(args.data)
     rows = error_rows(profiles, COEFFICIENTS)

@@ -1,6 +1,6 @@
 """The efficiency audit: a fleet note and a sanitized request trace in, a report out.
 
-    note = load_note("examples/fleet-note.toml")
+    note = load_note("schedatrix/examples/fleet-note.toml")
     audit = audit_files(note, [("code.csv", "large"), ("conv.csv", "small")])
     write_report(audit, "audit-report")
 
@@ -13,12 +13,12 @@ report (Markdown, PNG, JSON), cluster (Ray), cli (``schedatrix audit``), synth (
 traces), explorer (widgets).
 """
 
+from ..traces.reader import peek_trace, read_trace
 from .audit import Audit, PoolAudit, Settings, audit_files, run_audit
 from .note import FleetNote, PoolConfig, load_note, parse_note
 from .report import markdown, plot_bill, plot_demand, plot_replicas, to_json, verdict, write_report
 from .synth import packaged_hour
 from .tally import Tally, tally_traces
-from .trace import peek_trace, read_trace
 
 __all__ = ["Audit", "PoolAudit", "Settings", "audit_files", "run_audit", "FleetNote",
            "PoolConfig", "load_note", "parse_note", "markdown", "plot_bill", "plot_demand",

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, HOUR_WINDOW_ERROR, UNMET_CAP
+from ..traces.convert import MAX_TOKENS
 from .capacity import CAPACITY_MODES, derive_capacity
-from .convert import MAX_TOKENS
 from .needs import PoolSizing, size_pool
 from .note import MAX_REPLICA_RPS, MIN_REPLICA_RPS, FleetNote, PoolConfig
 from .routing import RoutingWhatIf, route

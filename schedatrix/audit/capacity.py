@@ -1,10 +1,10 @@
 """Per-replica capacity the note left blank, asked of the serving simulator.
 
 When a pool's ``replica_capacity`` is blank, its model and the fleet's GPU are in the
-simulator's catalog (:mod:`schedatrix.serving.catalog`), the pool states a latency objective
+simulator's catalog (:mod:`schedatrix.serving.perf.catalog`), the pool states a latency objective
 ("TTFT p99 < 1 s", "E2E p95 < 8 s") and the trace gave the pool some requests, the audit asks
-:func:`schedatrix.serving.capacity.replica_capacity` for the highest request rate one replica
-(the pool's GPUs per replica, tensor parallel) sustains within every latency objective, on
+:func:`schedatrix.serving.harness.capacity.replica_capacity` for the highest request rate one
+replica (the pool's GPUs per replica, tensor parallel) sustains within every latency objective, on
 Poisson arrivals whose (input, output) lengths are drawn in pairs from the pool's sample
 (:class:`~.tally.LengthSample`). Otherwise it keeps the form's first-pass assumption and says
 why. Either way the report says which capacities were simulated and which assumed.
@@ -46,7 +46,7 @@ class CapacityAnswer:
 
 def derive_capacity(note: FleetNote, cfg: PoolConfig, sample: LengthSample) -> CapacityAnswer:
     """The simulator's answer for one pool with a blank capacity (see the module docstring)."""
-    from ..serving.capacity import catalog_gpu, catalog_model
+    from ..serving.harness.capacity import catalog_gpu, catalog_model
 
     if len(cfg.models) != 1:
         return _assumed(f"the pool serves {len(cfg.models)} models")
@@ -75,7 +75,7 @@ def _assumed(why: str) -> CapacityAnswer:
 @lru_cache(maxsize=64)
 def _simulated(model: str, gpu: str, tp: int, objectives: tuple, inp_bytes: bytes,
                out_bytes: bytes) -> CapacityAnswer:
-    from ..serving.capacity import replica_capacity
+    from ..serving.harness.capacity import replica_capacity
 
     inp = np.frombuffer(inp_bytes, np.int64)
     out = np.maximum(np.frombuffer(out_bytes, np.int64), 1)   # a request yields >= 1 token

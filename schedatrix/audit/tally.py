@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .convert import MAX_TOKENS, Chunk
+from ..traces.convert import MAX_TOKENS, Chunk
+from ..traces.reader import TraceReader, peek_trace
 from .histogram import IntHistogram
 from .note import FleetNote
 from .sparse import Counts, group
-from .trace import TraceReader, peek_trace
 
 __all__ = ["Tally", "PoolTally", "TraceFile", "ROUTING_EDGES", "routing_edges",
            "tally_traces", "tally_file", "plan_files", "LATENCY_CAP_MS", "MAX_BUCKET_S",

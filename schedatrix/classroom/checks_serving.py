@@ -3,9 +3,9 @@
 They run in the checker process. The learner's functions see plain data only: a model or a
 GPU as the catalog's facts in a dict, an event log as a list of ``(time_s, request_id,
 kind)`` tuples, a time series as a list of dicts, a request and its candidate replicas as
-dicts. The answers are the library's: :class:`~schedatrix.serving.perf.PerfModel` for KV
-capacity and step times, :func:`~schedatrix.serving.metrics.figures` of the very run a log
-was written from, :func:`~schedatrix.serving.recovery.recovery_from_series` for recovery.
+dicts. The answers are the library's: :class:`~schedatrix.serving.perf.model.PerfModel` for KV
+capacity and step times, :func:`~schedatrix.serving.figures.metrics.figures` of the very run a log
+was written from, :func:`~schedatrix.serving.figures.recovery.recovery_from_series` for recovery.
 
 The router exercise runs the simulator here, in the checker, on a fixed prefix-heavy load;
 every routing decision crosses the boundary as plain data (the request and the replicas'
@@ -23,19 +23,19 @@ from functools import cache
 import numpy as np
 
 from ..errors import InputError
-from ..serving.catalog import GPUS, MODELS, gpu, model
-from ..serving.deployment import Design
-from ..serving.event_log import event_log, logged_run
-from ..serving.faults import parse_fault
-from ..serving.kv_cache import largest_batch as _largest_batch
-from ..serving.load import Load, generate
-from ..serving.metrics import figures
-from ..serving.perf import PerfModel
-from ..serving.prefix_load import document_sessions
-from ..serving.recovery import recovery_from_series, recovery_series
-from ..serving.requests import Requests, SLOClass
-from ..serving.routing import FunctionRouter
-from ..serving.simulate import simulate
+from ..serving.cluster.deployment import Design
+from ..serving.cluster.faults import parse_fault
+from ..serving.cluster.routing import FunctionRouter
+from ..serving.figures.metrics import figures
+from ..serving.figures.recovery import recovery_from_series, recovery_series
+from ..serving.load.prefixes import document_sessions
+from ..serving.load.requests import Requests, SLOClass
+from ..serving.load.workload import Load, generate
+from ..serving.perf.catalog import GPUS, MODELS, gpu, model
+from ..serving.perf.model import PerfModel
+from ..serving.replica.kv_cache import largest_batch as _largest_batch
+from ..serving.sim.event_log import event_log, logged_run
+from ..serving.sim.simulate import simulate
 from .check_support import RANDOM_SEED, as_number, call, close, fmt, passed
 
 __all__ = ["check_kv_capacity", "check_largest_batch", "check_decode_step",

@@ -105,29 +105,30 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     )),
     Exercise("08_kv_capacity", "KV cache capacity and the largest batch", (
         Check("check_kv_capacity", ("kv_bytes_per_token", "kv_capacity_tokens"),
-              ("schedatrix.serving.perf:PerfModel.kv_capacity_tokens",)),
+              ("schedatrix.serving.perf.model:PerfModel.kv_capacity_tokens",)),
         Check("check_largest_batch", ("largest_batch",),
-              ("schedatrix.serving.kv_cache:largest_batch",)),
+              ("schedatrix.serving.replica.kv_cache:largest_batch",)),
     )),
     Exercise("09_decode_step", "a decode step by the roofline", (
         Check("check_decode_step", ("decode_step_s",),
-              ("schedatrix.serving.perf:PerfModel.iteration_s",
-               "schedatrix.serving.perf:PerfModel.decode_line",
+              ("schedatrix.serving.perf.model:PerfModel.iteration_s",
+               "schedatrix.serving.perf.model:PerfModel.decode_line",
                "schedatrix.classroom.checks_serving:roofline_decode_s")),
     )),
     Exercise("10_request_log", "TTFT, ITL, TPOT and goodput from an event log", (
         Check("check_log_figures", ("log_figures",),
-              ("schedatrix.serving.metrics:figures", "schedatrix.serving.metrics:gap_quantiles")),
+              ("schedatrix.serving.figures.metrics:figures",
+               "schedatrix.serving.figures.metrics:gap_quantiles")),
     )),
     Exercise("11_recovery", "recovery time from a time series", (
         Check("check_recovery", ("recovery_s",),
-              ("schedatrix.serving.recovery:recovery_from_series",
-               "schedatrix.serving.recovery:recovery_time")),
+              ("schedatrix.serving.figures.recovery:recovery_from_series",
+               "schedatrix.serving.figures.recovery:recovery_time")),
     )),
     Exercise("12_router", "a router graded on a prefix-heavy load", (
         Check("check_router", ("choose",),
-              ("schedatrix.serving.routing:PrefixAware.choose",
-               "schedatrix.serving.routing:SessionAffinity.choose")),
+              ("schedatrix.serving.cluster.routing:PrefixAware.choose",
+               "schedatrix.serving.cluster.routing:SessionAffinity.choose")),
     )),
 )}
 

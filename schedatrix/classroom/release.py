@@ -15,7 +15,7 @@ and ``--check`` can tell when ``exercises/`` is out of date. A solution must be 
 exercise whose check cells match the registry (:mod:`.exercises`).
 
 ``--release DIR`` writes what a class receives: the exercises, the lessons (``notebooks/``)
-and ``examples/``, with a short README; never ``solutions/``.
+and ``examples/`` (the package's example files), with a short README; never ``solutions/``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import InputError
+from ..examples import write_examples
 from .exercises import CHECK_TAG, EXERCISE_KEY, exercise_of, template_problem
 
 __all__ = [
@@ -209,11 +210,12 @@ grades each one in a sandbox with `schedatrix grade`.
 
 def write_release(target: Path | str, solutions: Path | str = "solutions",
                   notebooks: Path | str = "notebooks",
-                  examples: Path | str = "examples") -> list[Path]:
+                  examples: Path | str | None = None) -> list[Path]:
     """Write what a class receives into ``target`` (a new or empty folder); return the files.
 
     ``target/exercises`` is generated from ``solutions`` (which is never copied),
-    ``target/notebooks`` and ``target/examples`` are copies, and a README tells students
+    ``target/notebooks`` and ``target/examples`` are copies (the package's own example files
+    unless ``examples`` names a folder), and a README tells students
     how to work and check.
     """
     out = Path(target)
@@ -225,7 +227,9 @@ def write_release(target: Path | str, solutions: Path | str = "solutions",
     make_exercises(solutions, out / "exercises")
     shutil.copytree(lessons, out / "notebooks",
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    if Path(examples).is_dir():
+    if examples is None:
+        write_examples(out / "examples")
+    elif Path(examples).is_dir():
         shutil.copytree(examples, out / "examples")
     (out / "README.md").write_text(_STUDENT_README, encoding="utf-8")
     return sorted(p for p in out.rglob("*") if p.is_file())

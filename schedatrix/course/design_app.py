@@ -1,8 +1,8 @@
 """The design page: candidate deployments compared on one load, side by side, with a verdict.
 
-A thin layer over :func:`schedatrix.serving.compare.compare` and
-:func:`~schedatrix.serving.compare.compare_models`: the knobs give the model, the GPU, the load
-(rate, burstiness, lengths), the SLOs, the runs and which candidates of
+A thin layer over :func:`schedatrix.serving.harness.compare.compare` and
+:func:`~schedatrix.serving.harness.compare.compare_models`: the knobs give the model, the GPU, the
+load (rate, burstiness, lengths), the SLOs, the runs and which candidates of
 :data:`~.serving_knobs.DESIGN_MENU` to try. Comparing is heavy (every design, every seed), so
 it waits for a button and moves a progress bar run by run; turning a knob afterwards marks the
 shown result as stale. The result: the comparison's summary (the cheapest design meeting the
@@ -25,10 +25,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..errors import InputError
-from ..serving.acceptance import Outcome, interval
-from ..serving.catalog import GPUS, MODELS
-from ..serving.compare import Comparison, compare, compare_models
-from ..serving.load import generate
+from ..serving.harness.acceptance import Outcome, interval
+from ..serving.harness.compare import Comparison, compare, compare_models
+from ..serving.load.workload import generate
+from ..serving.perf.catalog import GPUS, MODELS
 from .serving_app import seconds_text
 from .serving_knobs import (
     DESIGN_MENU,

@@ -14,12 +14,12 @@ Each drill prints its number and its lottery seed; ``schedatrix month`` with the
 knobs (the answer key prints the command) replays its month.
 
 ``Drill.check(question_id, answer)`` grades a typed answer and returns ``(ok, feedback)``;
-``format_drill_set`` prints a set for an instructor, with or without its answer key.
+``drill_kit.format_drill_set`` prints a set for an instructor, with or without its answer key
+(``schedatrix drills``: :mod:`.drills_cli`).
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 from dataclasses import dataclass
@@ -30,10 +30,10 @@ from ..fleet.cards import CARD_CLASSES, card_class
 from ..fleet.month import Month, simulate
 from ..fleet.plan import Plan
 from .drill_bank import KINDS, Question
+from .drill_kit import draw_kinds, find_words, format_drill_set
 
 __all__ = ["Question", "Drill", "QUESTION_KINDS", "KNOB_NAMES", "MONTH_KINDS", "PER_DRILL",
-           "drill", "drill_set", "format_drill_set", "number_tokens", "leaks",
-           "add_drills_parser"]
+           "drill", "drill_set", "format_drill_set", "number_tokens", "leaks"]
 
 #: The bank's question kinds, by id.
 QUESTION_KINDS = tuple(KINDS)
@@ -168,21 +168,6 @@ def _grade_yesno(q: Question, answer) -> tuple[bool, str]:
     else:
         return False, "Answer yes or no."
     return value == q.answer, f"Not quite. {q.hint}"
-
-
-def find_words(text: str, table: dict[str, str], digits: bool = False) -> set[str]:
-    """The meanings (``table``'s values) of the spellings (its keys) found as whole words in
-    a typed answer, longest spelling first, each stretch of text used once; letters, ``_``,
-    ``-`` and (with ``digits``) digits count, anything else separates words."""
-    kept = r"[^a-z0-9_ -]" if digits else r"[^a-z_ -]"
-    text = " " + re.sub(kept, " ", str(text).lower()) + " "
-    found = set()
-    for spelling in sorted(table, key=len, reverse=True):
-        pattern = r"(?<![a-z_])" + re.escape(spelling) + r"(?![a-z_])"
-        if re.search(pattern, text):
-            found.add(table[spelling])
-            text = re.sub(pattern, " ", text)
-    return found
 
 
 def _grade_check(q: Question, answer) -> tuple[bool, str]:
@@ -356,25 +341,6 @@ def _questions(m: Month, facts: tuple[str, ...], r: random.Random) -> tuple[Ques
     return tuple(posed[k] for k in draw_kinds(sets, list(KINDS), _DRAW_WEIGHT, r))
 
 
-def draw_kinds(sets: list[tuple[str, ...]], order: list[str], weight: dict[str, float],
-               r: random.Random) -> list[str]:
-    """One of ``sets`` (clash-free sets of kinds, all of one size), drawn kind by kind: each
-    next kind among those that can still end in a set, by its ``weight``, candidates in
-    ``order``; then shuffled (the order asked is not the order drawn)."""
-    chosen: list[str] = []
-    while len(chosen) < len(sets[0]):
-        open_sets = [ids for ids in sets if set(chosen) <= set(ids)]
-        nexts = sorted({k for ids in open_sets for k in ids} - set(chosen), key=order.index)
-        pick = r.random() * sum(weight[k] for k in nexts)
-        for k in nexts:
-            pick -= weight[k]
-            if pick < 0 or k == nexts[-1]:
-                chosen.append(k)
-                break
-    r.shuffle(chosen)
-    return chosen
-
-
 def drill(n: int) -> Drill:
     """Drill number ``n`` (a whole number from 0 to 999,999,999): the same everywhere."""
     if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10**9):
@@ -390,48 +356,3 @@ def drill_set(first: int = 1, count: int = 5) -> list[Drill]:
     if not (isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= 1000):
         raise InputError(f"count must be a whole number from 1 to 1000, got {count!r}")
     return [drill(first + i) for i in range(count)]
-
-
-def format_drill_set(drills: list, answers: bool = False) -> str:
-    """A printable set: the drills, then (if ``answers``) the answer key (any drills with
-    ``text(answers=...)``: the fleet's or the serving ones)."""
-    parts = [d.text() for d in drills]
-    if answers:
-        parts.append("ANSWER KEY")
-        parts += [d.text(answers=True) for d in drills]
-    return "\n\n".join(parts) + "\n"
-
-
-def _run(args) -> int:
-    if args.first < 0:
-        raise InputError(f"--first must be a whole number >= 0, got {args.first}")
-    if args.serving:
-        from .serving_drills import format_serving_drills, serving_drill_set
-
-        print(format_serving_drills(serving_drill_set(args.first, args.count),
-                                    answers=args.answers), end="")
-        return 0
-    print(format_drill_set(drill_set(args.first, args.count), answers=args.answers), end="")
-    return 0
-
-
-def add_drills_parser(subparsers) -> argparse.ArgumentParser:
-    """Add ``drills``: print a set of interview drills (and with ``--answers``, the key)."""
-    p = subparsers.add_parser(
-        "drills",
-        help="print a set of interview drills (same numbers, same drills, everywhere)",
-        description="Print drills FIRST .. FIRST+COUNT-1: a month each and five questions "
-        "drawn from a bank of ten kinds (score, evictions, median test, wrong evictions, run "
-        "set, idle bill, bill, convergence, failing check and knob, reading a signature). "
-        "--answers appends the answer key, with the command that replays each month.",
-    )
-    p.add_argument("--first", type=int, default=1, help="first drill number (default 1)")
-    p.add_argument("--count", type=int, default=5, help="how many drills (default 5)")
-    p.add_argument("--answers", action="store_true", help="append the answer key")
-    p.add_argument("--serving", action="store_true",
-                   help="serving drills instead: a replica and three questions each (KV bytes "
-                   "and capacity, the largest batch, a decode step's time, all-reduce bytes, "
-                   "which SLO fails and which knob repairs it)")
-    p.set_defaults(func=_run)
-    return p
-

@@ -1,9 +1,9 @@
 """The fault timeline: pick which replica fails, when and for how long; then watch recovery.
 
-A thin layer over the simulator's fault schedule (:mod:`schedatrix.serving.faults`) and its
-recovery figures (:mod:`schedatrix.serving.recovery`). The knobs (the fault's kind, its target
-as buttons to click, when it strikes, how long it stays down) redraw the timeline at once: one
-row per replica, the fault's downtime, the router's health-check delay, the weights reloading.
+A thin layer over the simulator's fault schedule (:mod:`schedatrix.serving.cluster.faults`) and its
+recovery figures (:mod:`schedatrix.serving.figures.recovery`). The knobs (the fault's kind, its
+target as buttons to click, when it strikes, how long it stays down) redraw the timeline at once:
+one row per replica, the fault's downtime, the router's health-check delay, the weights reloading.
 The run itself is heavy (the load twice: without the fault and with it), so it waits for the
 Run button and moves a progress bar; then the windowed p95 TTFT and goodput of both runs are
 drawn with the fault marked, and the fault's figures (retried, failed, lost, goodput lost,
@@ -25,15 +25,15 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..errors import InputError
-from ..serving.catalog import model
-from ..serving.deployment import Design, build
-from ..serving.faults import Fault, Resilience, check_faults
-from ..serving.load import Load, generate
-from ..serving.metrics import Figures, figures
-from ..serving.record import Run
-from ..serving.recovery import FaultFigures, fault_figures, windowed
-from ..serving.requests import Requests, SLOClass
-from ..serving.simulate import simulate
+from ..serving.cluster.deployment import Design, build
+from ..serving.cluster.faults import Fault, Resilience, check_faults
+from ..serving.figures.metrics import Figures, figures
+from ..serving.figures.record import Run
+from ..serving.figures.recovery import FaultFigures, fault_figures, windowed
+from ..serving.load.requests import Requests, SLOClass
+from ..serving.load.workload import Load, generate
+from ..serving.perf.catalog import model
+from ..serving.sim.simulate import simulate
 
 __all__ = ["FaultApp", "FaultStudy", "fault_study", "fault_app", "FAULT_LOAD",
            "FAULT_DESIGN", "INTERACTIVE"]

@@ -1,6 +1,6 @@
 """The review app: a scenario's designs through acceptance, behind a button with progress.
 
-A thin layer over :func:`schedatrix.serving.accept.accept`: the knobs pick which of the
+A thin layer over :func:`schedatrix.serving.harness.accept.accept`: the knobs pick which of the
 scenario's designs to review, over how many seeds, and the recovery limit; acceptance is heavy
 (every design, every seed, without and with the faults), so it waits for the Run button and
 moves a progress bar run by run. The result: the chosen design (the cheapest accepted) and,
@@ -20,14 +20,15 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from ..serving.accept import Accepted, accept, chosen
-from ..serving.acceptance import interval
-from ..serving.scenario import Scenario, load_scenario
+from ..examples import path as example_path
+from ..serving.harness.accept import Accepted, accept, chosen
+from ..serving.harness.acceptance import interval
+from ..serving.harness.scenario import Scenario, load_scenario
 
 __all__ = ["ReviewApp", "review_app", "EXAMPLE"]
 
 #: The scenario the lesson reviews.
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "serving-accept.toml"
+EXAMPLE = example_path("serving-accept.toml")
 _TAG = re.compile(r"<[^>]+>")
 _STYLE = """<style>
 .sx-r-table td, .sx-r-table th {padding: 1px 10px 1px 0; text-align: left;}

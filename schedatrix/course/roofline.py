@@ -6,7 +6,7 @@ wins when its arithmetic intensity F / B (FLOPs per byte) is above the ridge pea
 the second below. Here F counts the dense work, 2 x params x tokens (attention's FLOPs are
 left out: they are small next to it below a few thousand tokens of context), and B the
 weights read once plus the KV cache the decoding requests attend over. The performance
-model's time for the same batch (:meth:`~schedatrix.serving.perf.PerfModel.iteration_s`)
+model's time for the same batch (:meth:`~schedatrix.serving.perf.model.PerfModel.iteration_s`)
 sits above the bound by its efficiency factors and fixed costs.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..serving.catalog import BYTES_PER_PARAM
-from ..serving.perf import PerfModel
+from ..serving.perf.catalog import BYTES_PER_PARAM
+from ..serving.perf.model import PerfModel
 
 __all__ = ["Batches", "prefill_batches", "decode_batches", "ridge_flops_per_byte",
            "peak_flops", "peak_bytes_s"]

@@ -2,10 +2,10 @@
 
 A thin layer over the simulator: the knobs make a :class:`~.serving_knobs.Setting`, which
 becomes a load and a design (:mod:`.serving_knobs`); :meth:`ServingApp.update` generates the
-load's first ``requests`` arrivals, serves them (:func:`schedatrix.serving.simulate.simulate`),
-reads the figures (:func:`schedatrix.serving.metrics.figures`) and the verdict
-(:class:`schedatrix.serving.acceptance.Outcome`), and redraws each request's TTFT and TPOT.
-Runs over several seeds (:func:`schedatrix.serving.acceptance.evaluate`) wait for a button,
+load's first ``requests`` arrivals, serves them (:func:`schedatrix.serving.sim.simulate.simulate`),
+reads the figures (:func:`schedatrix.serving.figures.metrics.figures`) and the verdict
+(:class:`schedatrix.serving.harness.acceptance.Outcome`), and redraws each request's TTFT and TPOT.
+Runs over several seeds (:func:`schedatrix.serving.harness.acceptance.evaluate`) wait for a button,
 with a progress bar. A knob value the simulator refuses (a model that does not fit, a TP
 degree the heads don't divide) shows the simulator's message instead of figures.
 
@@ -23,12 +23,12 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..errors import InputError
-from ..serving.acceptance import Criteria, Outcome, evaluate, interval
-from ..serving.catalog import GPUS, MODELS
-from ..serving.load import generate
-from ..serving.metrics import figures
-from ..serving.record import COMPLETED, Run
-from ..serving.simulate import simulate
+from ..serving.figures.metrics import figures
+from ..serving.figures.record import COMPLETED, Run
+from ..serving.harness.acceptance import Criteria, Outcome, evaluate, interval
+from ..serving.load.workload import generate
+from ..serving.perf.catalog import GPUS, MODELS
+from ..serving.sim.simulate import simulate
 from .request_plot import RequestPlot
 from .serving_knobs import (
     LENGTHS,

@@ -12,7 +12,7 @@ that reveal what another asks are never drawn together, and every text is scanne
 other answer.
 
 Every number a prompt prints is the one its answer is computed from (a learner works from the
-page); the answers agree with the library's :class:`~schedatrix.serving.perf.PerfModel`
+page); the answers agree with the library's :class:`~schedatrix.serving.perf.model.PerfModel`
 (tests/test_serving_drills.py). The SLO question's figures come from that performance model,
 and the knobs it accepts are the ones whose turn, timed by the same model, meets both SLOs.
 """
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from ..errors import InputError
-from ..serving.catalog import GPU, GPUS, MODELS, ModelShape
-from ..serving.perf import PerfModel, allowed_tp
-from .drills import draw_kinds, find_words, format_drill_set
+from ..serving.perf.catalog import GPU, GPUS, MODELS, ModelShape
+from ..serving.perf.model import PerfModel, allowed_tp
+from .drill_kit import draw_kinds, find_words, format_drill_set
 
 __all__ = ["ServingQuestion", "ServingDrill", "SERVING_KINDS", "SLO_KNOBS", "PER_DRILL",
            "USABLE_SHARE", "RESERVE_GB", "HBM_SHARE", "BLOCK_TOKENS", "MAX_BATCH",

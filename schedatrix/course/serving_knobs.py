@@ -2,8 +2,8 @@
 
 A :class:`Setting` is the state of every knob (rate, burstiness, lengths, model, GPU, TP, PP,
 replicas, the prefill/decode split, scheduler knobs, SLOs, seed). :func:`load_of` and
-:func:`design_of` turn it into the simulator's :class:`~schedatrix.serving.load.Load` and
-:class:`~schedatrix.serving.deployment.Design`; bad values raise the simulator's own
+:func:`design_of` turn it into the simulator's :class:`~schedatrix.serving.load.workload.Load` and
+:class:`~schedatrix.serving.cluster.deployment.Design`; bad values raise the simulator's own
 :class:`~schedatrix.errors.InputError`, which the apps show instead of figures.
 
 The lengths come from a short menu (:data:`LENGTHS`): the packaged conversation hour's
@@ -18,14 +18,14 @@ from functools import cache
 
 from ..audit.synth import packaged_hour
 from ..errors import InputError
-from ..serving.acceptance import Criteria, Outcome
-from ..serving.deployment import Design
-from ..serving.lengths import PairedLengths
-from ..serving.load import Load
-from ..serving.metrics import Figures, figures
-from ..serving.record import Run
-from ..serving.replay import replay
-from ..serving.requests import Requests, SLOClass
+from ..serving.cluster.deployment import Design
+from ..serving.figures.metrics import Figures, figures
+from ..serving.figures.record import Run
+from ..serving.harness.acceptance import Criteria, Outcome
+from ..serving.load.lengths import PairedLengths
+from ..serving.load.replay import replay
+from ..serving.load.requests import Requests, SLOClass
+from ..serving.load.workload import Load
 
 __all__ = ["Setting", "LENGTHS", "SPLITS", "TTFT_SLOS", "TPOT_SLOS", "DESIGN_MENU", "load_of",
            "design_of", "slo_class", "conversation_hour", "hour_pairs", "designs_for", "menu_label",

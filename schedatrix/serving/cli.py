@@ -16,8 +16,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..errors import InputError
-from .catalog import GPUS, MODELS
-from .routing import ROUTERS
+from .cluster.routing import ROUTERS
+from .perf.catalog import GPUS, MODELS
 
 __all__ = ["add_serving_parser"]
 
@@ -165,7 +165,7 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic run")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.set_defaults(func=_cmd_fit)
-    from .sweep_cli import add_sweep_parser  # sweep: its own module
+    from .harness.sweep_cli import add_sweep_parser  # sweep: its own module
     add_sweep_parser(sub)
     return top
 
@@ -183,7 +183,7 @@ _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests
 
 
 def _scenario(args, one_design: bool):
-    from .scenario import DEMO_LOAD, scenario_from_dict
+    from .harness.scenario import DEMO_LOAD, scenario_from_dict
     base, source = None, ""
     data: dict = {}
     if args.scenario:
@@ -279,7 +279,7 @@ def _progress(total: int, args):
 
 
 def _finish(comparisons: dict, scenario, args) -> int:
-    from .report import comparison_json, table, write_report
+    from .harness.report import comparison_json, table, write_report
     if args.out:
         paths = write_report(comparisons, scenario, args.out)
     if args.json:
@@ -317,7 +317,7 @@ def _finish(comparisons: dict, scenario, args) -> int:
 
 def _runs_planned(designs, models, baseline: bool) -> int:
     """Design runs a comparison will make per seed (for the progress bar)."""
-    from .compare import baseline_for
+    from .harness.compare import baseline_for
     count = len(designs)
     if baseline and not any(d.single_machine() for d in designs) and baseline_for(designs[0]):
         count += 1
@@ -336,8 +336,8 @@ def _gpus(n: int) -> str:
 
 
 def _cmd_run(args) -> int:
-    from .acceptance import evaluate
-    from .compare import Comparison
+    from .harness.acceptance import evaluate
+    from .harness.compare import Comparison
     scenario = _scenario(args, one_design=True)
     design = scenario.designs[0]
     if scenario.faults:
@@ -349,14 +349,14 @@ def _cmd_run(args) -> int:
 
 
 def _run_with_faults(scenario, design, args) -> int:
-    from .accept import accept, accept_json
+    from .harness.accept import accept, accept_json
     runs = 1 if scenario.load.trace is not None else scenario.runs
     with _progress(2 * runs, args) as bar:
         [a] = accept([design], scenario.make_requests(), scenario.faults, scenario.runs,
                      scenario.seed, scenario.criteria, scenario.fault_criteria,
                      scenario.resilience, scenario.implementation, on_run=lambda: bar.update())
     if args.out:
-        from .accept import write_accept_report
+        from .harness.accept import write_accept_report
         write_accept_report([a], args.out, scenario.source or "(flags)",
                             scenario.load.describe(), scenario.criteria,
                             scenario.fault_criteria, a.outcome.synthetic)
@@ -391,7 +391,7 @@ def _run_with_faults(scenario, design, args) -> int:
 
 
 def _cmd_accept(args) -> int:
-    from .accept import accept, accept_json, chosen, write_accept_report
+    from .harness.accept import accept, accept_json, chosen, write_accept_report
     scenario = _scenario(args, one_design=False)
     designs = list(scenario.designs)
     runs = 1 if scenario.load.trace is not None else scenario.runs
@@ -421,7 +421,7 @@ def _cmd_accept(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .compare import compare, compare_models
+    from .harness.compare import compare, compare_models
     scenario = _scenario(args, one_design=False)
     models = list(scenario.models)
     if args.models:
@@ -451,8 +451,8 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_fit(args) -> int:
-    from .fit import fit
-    from .replay import replay
+    from .load.fit import fit
+    from .load.replay import replay
     trace = replay(args.trace)
     result = fit(trace, args.window, args.lengths, args.seed)
     if args.json:
@@ -468,8 +468,8 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_isolation(args) -> int:
-    from .deployment import Design
-    from .isolation import noisy_neighbour
+    from .cluster.deployment import Design
+    from .harness.isolation import noisy_neighbour
     design = Design(model=args.model, gpu=args.gpu, tp=args.tp, replicas=args.replicas)
     with _progress(2 * args.runs, args) as bar:
         result = noisy_neighbour(design, args.rate, args.burst, runs=args.runs,

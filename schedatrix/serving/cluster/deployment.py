@@ -1,0 +1,230 @@
+"""A deployment design: model, GPU, parallelism, replicas or a prefill/decode split, knobs.
+
+A :class:`Design` is validated where it is made (a model that does not fit, a TP degree the
+heads don't divide, PP stages the layers don't divide, an unknown GPU or model: each an
+:class:`~schedatrix.errors.InputError` naming the knob). :func:`build` turns it into what the
+simulators take: a performance model, the scheduler's knobs and the layout of replicas on
+nodes of eight GPUs.
+
+Parallelism, as modelled:
+
+- **data parallelism**: ``replicas`` copies behind a round-robin router;
+- **tensor parallelism** ``tp``: each iteration's work split over ``tp`` GPUs of one node,
+  plus two all-reduces per layer (the performance model);
+- **pipeline parallelism** ``pp``: the layers split over ``pp`` stages; the replica runs
+  ``pp`` micro-batches at once, as vLLM's virtual engines do: one scheduler per micro-batch,
+  each with its share of the KV cache, each iteration passing through every stage. With
+  balanced micro-batches each stage is busy with one of them at a time (the pipe is full);
+  with fewer requests than stages, stages sit idle (the bubble);
+- **prefill/decode split**: ``prefill_replicas`` replicas only prefill prompts, then each
+  prompt's KV cache moves to one of ``decode_replicas`` replicas (over NVLink on one node,
+  InfiniBand between nodes), which generate the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+
+from ...errors import InputError
+from ..numbers import check_int, check_real
+from ..perf.catalog import GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
+from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
+from ..replica.knobs import (
+    DEFAULT_BLOCK_TOKENS,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BATCHED_TOKENS,
+    SchedulerConfig,
+)
+from .admission import Admission
+from .faults import Resilience
+from .layout import Layout, ReplicaPlan
+from .policy import Policy
+
+__all__ = ["Design", "Built", "build", "design_from_dict", "DESIGN_KNOBS"]
+
+
+@dataclass(frozen=True)
+class Design:
+    """One candidate deployment. ``replicas`` whole replicas, or a split of
+    ``prefill_replicas`` + ``decode_replicas`` (then ``replicas`` must be 0); each replica is
+    ``tp`` x ``pp`` GPUs. ``price_per_gpu_hour`` None takes the catalog's stated price."""
+
+    name: str = ""
+    model: str = "llama-3.1-8b"
+    gpu: str = "a100-80gb"
+    tp: int = 1
+    pp: int = 1
+    replicas: int = 1
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+    max_batch: int = DEFAULT_MAX_BATCH
+    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
+    chunked_prefill: bool = True
+    block_tokens: int = DEFAULT_BLOCK_TOKENS
+    gpu_memory_share: float = GPU_MEMORY_UTILIZATION
+    inter_node: str = "ib-ndr"
+    price_per_gpu_hour: float | None = None
+    router: str = "round-robin"
+    priority_preemption: bool = False
+    preemption: str = "recompute"
+    pcie_gb_s: float = 25.0
+    buckets: tuple = ()
+    max_queue: int | None = None
+    shed_ttft: bool = False
+    shed_share: float = 0.5
+
+    def __post_init__(self):
+        model(self.model)
+        gpu(self.gpu)
+        object.__setattr__(self, "tp", check_int("tp", self.tp, 1, GPUS_PER_NODE))
+        object.__setattr__(self, "pp", check_int("pp", self.pp, 1, 1024))
+        for knob in ("replicas", "prefill_replicas", "decode_replicas"):
+            object.__setattr__(self, knob, check_int(knob, getattr(self, knob), 0, 100_000))
+        split = self.prefill_replicas or self.decode_replicas
+        if split and (not self.prefill_replicas or not self.decode_replicas):
+            raise InputError(f"a prefill/decode split needs both prefill_replicas and "
+                             f"decode_replicas >= 1, got {self.prefill_replicas} and "
+                             f"{self.decode_replicas}")
+        if split and self.replicas not in (0, 1):
+            raise InputError(f"replicas must be 0 with a prefill/decode split (the split's "
+                             f"replicas are prefill_replicas + decode_replicas), got "
+                             f"{self.replicas}")
+        if split:
+            object.__setattr__(self, "replicas", 0)
+        elif self.replicas < 1:
+            raise InputError("replicas must be at least 1 (or give prefill_replicas and "
+                             "decode_replicas for a split)")
+        check_real("gpu_memory_share", self.gpu_memory_share, 0.0, 1.0, low_open=True)
+        if self.inter_node not in INTER_NODE_GB_S:
+            raise InputError(f"inter_node must be one of {', '.join(INTER_NODE_GB_S)}, "
+                             f"got {self.inter_node!r}")
+        if self.price_per_gpu_hour is not None:
+            object.__setattr__(self, "price_per_gpu_hour", check_real(
+                "price_per_gpu_hour", self.price_per_gpu_hour, 0.0, 1e6))
+        SchedulerConfig(self.max_batch, self.max_batched_tokens, self.chunked_prefill,
+                        self.block_tokens)
+        buckets = self.buckets
+        if isinstance(buckets, dict):
+            buckets = tuple((k, *v) if isinstance(v, list | tuple) else (k, v)
+                            for k, v in buckets.items())
+        object.__setattr__(self, "buckets", tuple(tuple(b) for b in buckets))
+        self.policy()                    # the router, admission and preemption knobs
+        self.perf()                      # the model must fit, TP and PP must divide
+        if not self.name:
+            object.__setattr__(self, "name", self.label())
+
+    # -- derived -----------------------------------------------------------------------------
+    @property
+    def split(self) -> bool:
+        return self.prefill_replicas > 0
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def gpus(self) -> int:
+        return (self.replicas + self.prefill_replicas + self.decode_replicas) * \
+            self.gpus_per_replica
+
+    @property
+    def price(self) -> float:
+        """Dollars per GPU-hour used for cost (the design's, or the catalog's)."""
+        if self.price_per_gpu_hour is not None:
+            return self.price_per_gpu_hour
+        return gpu(self.gpu).price_per_gpu_hour
+
+    def label(self) -> str:
+        par = f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "")
+        if self.split:
+            text = f"split P{self.prefill_replicas}:D{self.decode_replicas} {par}"
+        else:
+            text = f"{self.replicas} x {par}"
+        if self.router != "round-robin":
+            text += f", {self.router} router"
+        return text
+
+    def admission(self) -> Admission:
+        return Admission({b[0]: tuple(b[1:]) for b in self.buckets}, self.max_queue,
+                         self.shed_ttft, self.shed_share)
+
+    def policy(self, faults=(), resilience: Resilience | None = None,
+               seed: int = 0) -> Policy:
+        """The design's front door and preemption, with a fault schedule to run."""
+        return Policy(self.router, self.admission(), self.priority_preemption,
+                      self.preemption, self.pcie_gb_s, tuple(faults),
+                      resilience or Resilience(), seed)
+
+    def perf(self) -> PerfModel:
+        return PerfModel(self.model, self.gpu, tp=self.tp, pp=self.pp,
+                         inter_node=self.inter_node)
+
+    def single_machine(self) -> bool:
+        """One replica on one machine (nothing distributed)."""
+        return not self.split and self.replicas == 1 and self.gpus <= GPUS_PER_NODE
+
+    def with_(self, **knobs) -> Design:
+        knobs.setdefault("name", "")
+        return replace(self, **knobs)
+
+
+#: The knobs a scenario file or the command line may set on a design.
+DESIGN_KNOBS = tuple(f.name for f in fields(Design))
+
+
+def design_from_dict(values: dict, where: str = "design") -> Design:
+    """A Design from a mapping (a scenario's table): unknown keys are an error naming them."""
+    unknown = sorted(set(values) - set(DESIGN_KNOBS))
+    if unknown:
+        raise InputError(f"{where}: unknown knob {', '.join(map(repr, unknown))}; "
+                         f"allowed: {', '.join(DESIGN_KNOBS)}")
+    try:
+        return Design(**values)
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None
+
+
+@dataclass(frozen=True)
+class Built:
+    """What the simulators take for a design."""
+
+    design: Design
+    perf: PerfModel
+    config: SchedulerConfig
+    layout: Layout
+    kv_blocks_per_replica: int
+
+
+def build(design: Design, hash_block_tokens: int = 0) -> Built:
+    """The performance model, scheduler knobs and layout of a design. ``hash_block_tokens``
+    turns prefix caching on for a load that carries block hashes of that many tokens."""
+    perf = design.perf()
+    blocks = perf.kv_capacity_tokens(design.gpu_memory_share) // design.block_tokens
+    hb = hash_block_tokens
+    if hb and hb % design.block_tokens:
+        raise InputError(f"the load's prefix hash blocks ({hb} tokens) must be a multiple of "
+                         f"block_tokens ({design.block_tokens})")
+    config = SchedulerConfig(design.max_batch, design.max_batched_tokens,
+                             design.chunked_prefill, design.block_tokens, hb,
+                             model(design.model).max_context)
+    per_engine = blocks // design.pp
+    roles = (["mixed"] * design.replicas + ["prefill"] * design.prefill_replicas +
+             ["decode"] * design.decode_replicas)
+    plans, node, free = [], 0, GPUS_PER_NODE
+    g = design.gpus_per_replica
+    for role in roles:
+        if g > GPUS_PER_NODE:                      # spans whole nodes
+            if free < GPUS_PER_NODE:
+                node += 1
+            span = math.ceil(g / GPUS_PER_NODE)
+            nodes = tuple(range(node, node + span))
+            node += span
+            free = GPUS_PER_NODE
+        else:
+            if free < g:
+                node, free = node + 1, GPUS_PER_NODE
+            nodes = (node,)
+            free -= g
+        plans.append(ReplicaPlan(role, design.pp, per_engine, nodes))
+    return Built(design, perf, config, Layout(tuple(plans)), blocks)

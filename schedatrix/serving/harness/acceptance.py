@@ -1,0 +1,186 @@
+"""Acceptance: a design's figures over repeated runs, their 95% intervals, and a verdict.
+
+A run *meets the SLOs* when every class that has thresholds had at least ``attainment`` of its
+arrived requests within all of them (rejected, failed and late requests count against it). A
+design *passes* only when every run meets them. With no thresholds in any class there is no
+verdict (the source's boundary: without agreed SLOs nothing can pass or fail). A design has
+*room to spare* when it passes with each class's p95 TTFT and p95 TPOT at most ``spare`` of the
+thresholds in every run and its KV cache never fuller than ``kv_spare``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from ..cluster.deployment import Design
+from ..figures.metrics import Figures, TimeSeries, figures, time_series
+from ..figures.record import Run
+from ..load.requests import Requests, SLOClass
+from ..numbers import check_int, check_real
+from ..sim.simulate import simulate
+
+__all__ = ["Criteria", "Outcome", "evaluate", "interval"]
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """attainment : share of each class's requests within its SLOs a run needs (0 to 1)
+    spare : 'room to spare' when p95 TTFT and TPOT are at most this share of the thresholds
+    kv_spare : ... and the KV cache's peak use at most this share"""
+
+    attainment: float = 0.95
+    spare: float = 0.5
+    kv_spare: float = 0.8
+
+    def __post_init__(self):
+        check_real("attainment", self.attainment, 0.0, 1.0, low_open=True)
+        check_real("spare", self.spare, 0.0, 1.0, low_open=True)
+        check_real("kv_spare", self.kv_spare, 0.0, 1.0, low_open=True)
+
+
+def interval(values) -> tuple[float, float, float]:
+    """(mean, low, high): the mean of repeated runs and its 95% Student-t interval (low = high
+    = mean for a single run). NaN runs are left out."""
+    x = np.asarray([v for v in values if v is not None and v == v], dtype=float)
+    if not len(x):
+        return (math.nan, math.nan, math.nan)
+    m = float(x.mean())
+    if len(x) < 2:
+        return (m, m, m)
+    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return (m, m - half, m + half)
+
+
+@dataclass
+class Outcome:
+    """One design's runs: figures overall and per class, per run; the first run's series."""
+
+    design: Design
+    classes: tuple[SLOClass, ...]
+    criteria: Criteria
+    synthetic: bool
+    runs: list[Figures] = field(default_factory=list)
+    per_class: list[list[Figures]] = field(default_factory=list)
+    kv_peak_share: list[float] = field(default_factory=list)
+    link_busy_s: list[float] = field(default_factory=list)
+    prefix_hit_share: list[float] = field(default_factory=list)
+    reasons: list[dict] = field(default_factory=list)   # per run: {(reason, class): count}
+    series: TimeSeries | None = None
+    events: int = 0
+    iterations: int = 0
+    deterministic: bool = False
+
+    # -- figures -----------------------------------------------------------------------------
+    def values(self, key: str, class_id: int | None = None) -> list[float]:
+        rows = self.runs if class_id is None else [r[class_id] for r in self.per_class]
+        return [getattr(r, key) for r in rows]
+
+    def mean(self, key: str, class_id: int | None = None) -> float:
+        return interval(self.values(key, class_id))[0]
+
+    def cost_per_mtok(self) -> list[float]:
+        """Dollars per million output tokens at the design's GPU-hour price, per run."""
+        d = self.design
+        dollars_per_s = d.gpus * d.price / 3600
+        return [dollars_per_s / f.throughput_tok_s * 1e6 if f.throughput_tok_s > 0
+                else math.inf for f in self.runs]
+
+    # -- judgement ---------------------------------------------------------------------------
+    @property
+    def has_slo(self) -> bool:
+        return any(c.has_slo for c in self.classes)
+
+    def run_meets(self, k: int) -> bool:
+        return all(self.per_class[k][c].slo_attainment >= self.criteria.attainment
+                   for c, cls in enumerate(self.classes) if cls.has_slo and
+                   self.per_class[k][c].arrived)
+
+    @property
+    def passed(self) -> bool | None:
+        """True when every run meets the SLOs; None without SLOs (no verdict)."""
+        if not self.has_slo:
+            return None
+        return all(self.run_meets(k) for k in range(len(self.runs)))
+
+    @property
+    def room_to_spare(self) -> bool:
+        if not self.passed:
+            return False
+        s = self.criteria.spare
+        for k in range(len(self.runs)):
+            if self.kv_peak_share[k] > self.criteria.kv_spare:
+                return False
+            for c, cls in enumerate(self.classes):
+                f = self.per_class[k][c]
+                if not f.arrived:
+                    continue
+                if cls.ttft_s is not None and not f.ttft_p95 <= s * cls.ttft_s:
+                    return False
+                if cls.tpot_s is not None and f.tpot_p95 == f.tpot_p95 and \
+                        not f.tpot_p95 <= s * cls.tpot_s:
+                    return False
+        return True
+
+    def verdict(self) -> str:
+        """One honest sentence (or two) about this design against the SLOs."""
+        label = " Synthetic load: not a production SLO result." if self.synthetic else ""
+        n = len(self.runs)
+        if not self.has_slo:
+            return ("No verdict: no class sets a TTFT or TPOT threshold, and without agreed "
+                    "SLOs a design can neither pass nor fail." + label)
+        worst = min((self.per_class[k][c].slo_attainment, c) for k in range(n)
+                    for c, cls in enumerate(self.classes)
+                    if cls.has_slo and self.per_class[k][c].arrived)
+        share, c = worst
+        name = self.classes[c].name
+        runs = f"{n} run{'s' if n != 1 else ''}"
+        if self.passed:
+            spare = " with room to spare" if self.room_to_spare else ""
+            where = "in its one run" if n == 1 else f"in all {runs}"
+            return (f"PASS{spare}: every class met its SLOs {where} (lowest: "
+                    f"{share:.1%} of '{name}' within its thresholds, "
+                    f"{self.criteria.attainment:.0%} needed)." + label)
+        missed = sum(not self.run_meets(k) for k in range(n))
+        return (f"FAIL: the SLOs were missed in {missed} of {runs} (worst: {share:.1%} of "
+                f"'{name}' within its thresholds, {self.criteria.attainment:.0%} "
+                f"needed)." + label)
+
+
+def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int = 1,
+             seed: int = 0, criteria: Criteria | None = None, implementation: str = "fast",
+             on_run: Callable[[], None] | None = None) -> Outcome:
+    """Run ``design`` on ``make_requests(seed + k)`` for k in range(runs). A replayed trace
+    is the same every run, so it is run once (the outcome says it is deterministic)."""
+    runs = check_int("runs", runs, 1, 10_000)
+    criteria = criteria or Criteria()
+    first = make_requests(seed)
+    out = Outcome(design, first.classes, criteria, first.synthetic)
+    if not first.synthetic:
+        out.deterministic = True
+        runs = 1
+    for k in range(runs):
+        req = first if k == 0 else make_requests(seed + k)
+        run = simulate(req, design, implementation)
+        _add(out, run)
+        if k == 0:
+            out.series = time_series(run)
+        if on_run is not None:
+            on_run()
+    return out
+
+
+def _add(out: Outcome, run: Run) -> None:
+    out.runs.append(figures(run))
+    out.per_class.append([figures(run, c) for c in range(len(run.requests.classes))])
+    out.kv_peak_share.append(run.kv_peak_share)
+    out.link_busy_s.append(run.link_busy_s)
+    out.prefix_hit_share.append(run.prefix_hit_tokens / run.prefix_lookup_tokens
+                                if run.prefix_lookup_tokens else 0.0)
+    out.reasons.append(dict(run.reasons))
+    out.events += run.events
+    out.iterations += run.iterations

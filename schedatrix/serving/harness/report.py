@@ -1,0 +1,214 @@
+"""What a run or a comparison says: JSON, a terminal table, Markdown with PNG plots.
+
+GPU utilization-like figures (KV cache use, link busy share) are only ever shown beside the
+latency figures, never alone (the source's boundary), and a synthetic load is labelled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .acceptance import interval
+from .compare import Comparison
+from .outcome_json import FIGURE_KEYS, design_json, finite
+from .scenario import Scenario
+
+__all__ = ["FIGURE_KEYS", "design_json", "comparison_json", "table", "markdown",
+           "write_report", "plot_series", "plot_cost"]
+
+def comparison_json(comparisons: dict[str, Comparison], scenario: Scenario) -> dict:
+    """The whole answer: the first comparison's designs, its summary, and (with several
+    models) the cheapest design per model."""
+    main = next(iter(comparisons.values()))
+    first = main.outcomes[0] if main.outcomes else None
+    result = {
+        "scenario": scenario.source or "(flags)",
+        "load": scenario.load.describe(),
+        "synthetic": first.synthetic if first else True,
+        "runs": scenario.runs if not (first and first.deterministic) else 1,
+        "seed": scenario.seed,
+        "criteria": {"attainment": scenario.criteria.attainment,
+                     "spare": scenario.criteria.spare, "kv_spare": scenario.criteria.kv_spare},
+        "designs": [design_json(o) for o in main.outcomes],
+        "skipped": [{"name": n, "reason": r} for n, r in main.skipped],
+        "cheapest": main.cheapest.design.name if main.cheapest else None,
+        "no_distributed_design_needed": main.no_distributed_needed,
+        "summary": main.summary(),
+    }
+    if len(comparisons) > 1:
+        result["models"] = {
+            m: {"cheapest": c.cheapest.design.name if c.cheapest else None,
+                "cheapest_gpus": c.cheapest.design.gpus if c.cheapest else None,
+                "cheapest_cost_per_mtok": finite(interval(c.cheapest.cost_per_mtok())[0])
+                if c.cheapest else None,
+                "summary": c.summary(),
+                "designs": [design_json(o) for o in c.outcomes],
+                "skipped": [{"name": n, "reason": r} for n, r in c.skipped]}
+            for m, c in comparisons.items()}
+    return result
+
+
+# -- text --------------------------------------------------------------------------------------
+
+def _ms(v) -> str:
+    return "-" if v is None or v != v else f"{v * 1000:,.0f}" if v >= 0.1 else f"{v * 1000:.1f}"
+
+
+def table(c: Comparison) -> str:
+    """A plain-text table: latency first, then goodput, attainment, KV use, cost, verdict."""
+    head = ("design", "GPUs", "TTFT p50/p95 ms", "ITL p50/p95 ms", "TPOT p95 ms",
+            "queue p95 ms", "goodput/s", "in SLO", "KV peak", "$/M tok", "verdict")
+    rows = [head]
+    for o in c.outcomes:
+        m = o.mean
+        verdict = {True: "PASS", False: "FAIL", None: "-"}[o.passed]
+        if o.passed and o.room_to_spare:
+            verdict = "PASS+"
+        rows.append((o.design.name, str(o.design.gpus),
+                     f"{_ms(m('ttft_p50'))} / {_ms(m('ttft_p95'))}",
+                     f"{_ms(m('itl_p50'))} / {_ms(m('itl_p95'))}", _ms(m("tpot_p95")),
+                     _ms(m("queue_p95")), f"{m('goodput_rps'):.2f}",
+                     f"{m('slo_attainment'):.1%}", f"{interval(o.kv_peak_share)[0]:.0%}",
+                     f"{interval(o.cost_per_mtok())[0]:.3f}", verdict))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(r, widths, strict=True)))
+             for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown(comparisons: dict[str, Comparison], scenario: Scenario,
+             plots: dict[str, str] | None = None) -> str:
+    main = next(iter(comparisons.values()))
+    plots = plots or {}
+    first = main.outcomes[0] if main.outcomes else None
+    lines = ["# Serving design comparison", ""]
+    if first and first.synthetic:
+        lines += ["> **Synthetic load.** These figures come from a model of the load and of "
+                  "the hardware; they are not production SLO performance.", ""]
+    lines += [f"- Scenario: `{scenario.source or '(command-line flags)'}`",
+              f"- Load: {scenario.load.describe()}",
+              f"- Runs: {len(first.runs) if first else 0} (seeds from {scenario.seed})"
+              + (" - a replayed trace is the same every run" if first and first.deterministic
+                 else ""),
+              f"- Acceptance: every class with SLOs has at least "
+              f"{scenario.criteria.attainment:.0%} of its requests within its TTFT and TPOT "
+              f"thresholds, in every run", ""]
+    classes = first.classes if first else ()
+    if classes:
+        lines += ["| class | share | priority | TTFT SLO | TPOT SLO |", "|---|---|---|---|---|"]
+        for cl in classes:
+            lines.append(f"| {cl.name} | {cl.share:.0%} | {cl.priority} | "
+                         f"{'-' if cl.ttft_s is None else f'{cl.ttft_s:g} s'} | "
+                         f"{'-' if cl.tpot_s is None else f'{cl.tpot_s:g} s'} |")
+        lines.append("")
+    lines += ["## Answer", "", main.summary(), ""]
+    lines += ["## Designs side by side", "",
+              "Latency in milliseconds (p50 / p95); KV peak and cost beside them, never alone.",
+              "", "```", table(main), "```", ""]
+    for o in main.outcomes:
+        lines += [f"### {o.design.name}", "", o.verdict(), ""]
+        if len(o.runs) > 1:
+            lines += ["| figure | mean | 95% interval |", "|---|---|---|"]
+            for k in ("ttft_p95", "itl_p95", "tpot_p95", "queue_p95", "goodput_rps",
+                      "slo_attainment"):
+                m, lo, hi = interval(o.values(k))
+                lines.append(f"| {k} | {m:.4g} | {lo:.4g} to {hi:.4g} |")
+            lines.append("")
+        if len(o.classes) > 1:
+            lines += ["| class | TTFT p95 | TPOT p95 | in SLO | goodput/s |",
+                      "|---|---|---|---|---|"]
+            for c, cl in enumerate(o.classes):
+                lines.append(f"| {cl.name} | {_ms(o.mean('ttft_p95', c))} ms | "
+                             f"{_ms(o.mean('tpot_p95', c))} ms | "
+                             f"{o.mean('slo_attainment', c):.1%} | "
+                             f"{o.mean('goodput_rps', c):.2f} |")
+            lines.append("")
+    for n, r in main.skipped:
+        lines += [f"- {n}: not run ({r})"]
+    if len(comparisons) > 1:
+        lines += ["## How the answer moves with model size", "",
+                  "| model | cheapest design meeting the SLOs | GPUs | $/M tok |",
+                  "|---|---|---|---|"]
+        for m, c in comparisons.items():
+            best = c.cheapest
+            lines.append(f"| {m} | {best.design.name if best else 'none'} | "
+                         f"{best.design.gpus if best else '-'} | "
+                         f"{f'{interval(best.cost_per_mtok())[0]:.3f}' if best else '-'} |")
+        lines.append("")
+    for title, name in plots.items():
+        lines += [f"![{title}]({name})", ""]
+    return "\n".join(lines)
+
+
+# -- plots -------------------------------------------------------------------------------------
+
+def plot_series(c: Comparison, ax_ttft=None, ax_good=None, ax_queue=None, ax_kv=None):
+    """p95 TTFT, goodput, waiting requests and KV use per window, one line per design."""
+    from matplotlib.figure import Figure
+    fig = None
+    if ax_ttft is None:
+        fig = Figure(figsize=(10, 7))
+        axes = fig.subplots(2, 2, sharex=True)
+        ax_ttft, ax_good, ax_queue, ax_kv = axes.ravel()
+    for o in c.outcomes:
+        s = o.series
+        if s is None:
+            continue
+        mid = s.start_s + s.window_s / 2
+        ax_ttft.plot(mid, s.ttft_p95, label=o.design.name)
+        ax_good.plot(mid, s.goodput_rps, label=o.design.name)
+        ax_queue.plot(mid, s.waiting, label=o.design.name)
+        ax_kv.plot(mid, s.kv_share * 100, label=o.design.name)
+    ax_ttft.set_ylabel("p95 TTFT (s)")
+    ax_ttft.set_yscale("log")
+    ax_good.set_ylabel("goodput (requests/s in SLO)")
+    ax_queue.set_ylabel("waiting for first prefill")
+    ax_kv.set_ylabel("KV cache in use (%, peak)")
+    for ax in (ax_queue, ax_kv):
+        ax.set_xlabel("time (s)")
+    ax_ttft.legend(fontsize=8)
+    if fig is not None:
+        fig.tight_layout()
+    return fig
+
+
+def plot_cost(c: Comparison, ax=None):
+    """Cost per million tokens against p95 TTFT, one point per design (passing ones filled)."""
+    from matplotlib.figure import Figure
+    fig = None
+    if ax is None:
+        fig = Figure(figsize=(6, 4))
+        ax = fig.subplots()
+    for o in c.outcomes:
+        x = interval(o.values("ttft_p95"))[0]
+        y = interval(o.cost_per_mtok())[0]
+        ax.scatter([x], [y], facecolors="C0" if o.passed else "none", edgecolors="C0")
+        ax.annotate(o.design.name, (x, y), fontsize=8, xytext=(4, 4),
+                    textcoords="offset points")
+    ax.set_xlabel("p95 TTFT (s)")
+    ax.set_xscale("log")
+    ax.set_ylabel("$ per million output tokens")
+    ax.set_title("filled: meets the SLOs")
+    if fig is not None:
+        fig.tight_layout()
+    return fig
+
+
+def write_report(comparisons: dict[str, Comparison], scenario: Scenario, out: str | Path) -> list:
+    """Write report.md, the PNG plots and result.json into ``out``; return their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    main = next(iter(comparisons.values()))
+    plots = {}
+    if main.outcomes:
+        plot_series(main).savefig(out / "series.png", dpi=110)
+        plot_cost(main).savefig(out / "cost.png", dpi=110)
+        plots = {"p95 TTFT, goodput, queue and KV use over time": "series.png",
+                 "cost against p95 TTFT": "cost.png"}
+    (out / "report.md").write_text(markdown(comparisons, scenario, plots))
+    (out / "result.json").write_text(json.dumps(comparison_json(comparisons, scenario),
+                                                indent=2, allow_nan=False) + "\n")
+    return [out / "report.md", out / "result.json"] + [out / p for p in plots.values()]

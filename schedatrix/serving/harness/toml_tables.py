@@ -1,0 +1,62 @@
+"""Reading the harness's TOML files (scenarios, grids): the file, its tables and their keys,
+each refusal one line that names the file, the table and what is allowed."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from ...errors import InputError
+
+__all__ = ["read_toml", "table", "tables", "unknown", "file_path"]
+
+
+def read_toml(path: str | Path, what: str) -> dict:
+    """The parsed TOML file ``path`` (UTF-8, a byte-order mark skipped); ``what`` names the kind
+    of file in messages ("scenario", "grid")."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{what} {path}: cannot be read ({e.strerror or e})") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{what} {path}: not valid TOML ({e})") from None
+
+
+def table(data: dict, key: str, where: str) -> dict:
+    """The table ``[key]`` of ``data`` ({} when absent); ``where`` prefixes messages."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise InputError(f"{where}[{key}] must be a table, got {type(value).__name__}")
+    return value
+
+
+def tables(data: dict, key: str, where: str) -> list[dict]:
+    """The array of tables ``[[key]]`` of ``data`` ([] when absent)."""
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise InputError(f"{where}[[{key}]] must be a list of tables")
+    return value
+
+
+def unknown(values: dict, allowed, where: str) -> None:
+    """Refuse keys of ``values`` outside ``allowed``, naming them and every allowed key."""
+    extra = sorted(set(values) - set(allowed))
+    if extra:
+        raise InputError(f"{where}unknown key {', '.join(map(repr, extra))}; allowed: "
+                         f"{', '.join(sorted(allowed))}")
+
+
+def file_path(value, base: Path | None, key: str, where: str) -> Path:
+    """The file ``value`` names (relative to ``base``, the TOML file's folder); it must exist."""
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{where}load.{key} must be a file name, got {value!r}")
+    p = Path(value).expanduser()
+    p = p if p.is_absolute() or base is None else base / p
+    if not p.is_file():
+        raise InputError(f"{key} {str(p)!r}: no such file")
+    return p

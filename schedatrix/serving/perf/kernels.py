@@ -1,0 +1,157 @@
+"""The time of one kernel or collective on one GPU: roofline terms times named efficiency factors.
+
+Every function takes an :class:`Efficiency` (the fitted factors of one GPU type) and the
+:class:`~schedatrix.serving.perf.catalog.GPU`, and works on plain floats or on numpy arrays alike
+(the calibration evaluates thousands of profiled operators at once with the very same formulas).
+
+- matmul of ``tokens x k`` by ``k x n`` (BF16): ``launch + (compute**p + memory**p)**(1/p)``
+  with ``compute = 2 tokens k n / (peak x matmul_flops_share)`` and ``memory = 2 (k n + tokens
+  k + tokens n) / (HBM x matmul_hbm_share)``; ``p = roofline_blend`` joins the two (1: they add,
+  large: the slower one alone).
+- elementwise kernels (norms, rotary, activation, residual add): ``launch + bytes / (HBM x
+  elementwise_hbm_share)``; the embedding lookup the same with ``embedding_hbm_share``.
+- attention: prefill ``flops / (peak x prefill_attention_flops_share)`` blended with its KV read
+  the same way as a matmul; decode ``KV bytes / (HBM x decode_attention_hbm_share)`` (linear in
+  the bytes: the fast simulator relies on it).
+- collectives: ring all-reduce ``latency + 2 (p - 1) / p x bytes / (one-way link x
+  allreduce_link_share)``; all-gather half of that traffic; point-to-point send ``latency +
+  bytes / (link x share)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ...errors import InputError
+from .catalog import GPU
+
+__all__ = ["Efficiency", "efficiency", "matmul_s", "elementwise_s", "embedding_s",
+           "prefill_attention_s", "prefill_attention_rates", "decode_attention_s",
+           "allreduce_s", "allgather_s", "send_s"]
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """The named efficiency factors and fixed overheads of one GPU type (shares are 0 to 1
+    of the catalog's peak figures; times in seconds).
+
+    matmul_flops_share : share of peak BF16 FLOP/s a large matmul reaches
+    matmul_hbm_share : share of peak HBM bandwidth a matmul reaches streaming its weights
+    roofline_blend : the p of ``(compute**p + memory**p)**(1/p)`` (1: compute and memory time
+        add; large: only the slower counts)
+    elementwise_hbm_share : share of HBM bandwidth of norms, rotary, activation, adds
+    embedding_hbm_share : the same for the embedding lookup (a gather, slower)
+    kernel_launch_s : fixed time of every kernel (launch, tail, small-size floor)
+    prefill_attention_flops_share : share of peak FLOP/s of prefill (causal) attention
+    decode_attention_hbm_share : share of HBM bandwidth decode attention reads the KV cache at
+    allreduce_latency_s, allreduce_link_share : fixed time and one-way link share of an
+        in-node ring all-reduce
+    send_latency_s, send_link_share : the same for a point-to-point send inside a node
+    inter_node_latency_s, inter_node_share : fixed time and share of the InfiniBand rate of a
+        send across nodes
+    cpu_step_s : host time per scheduler iteration not hidden behind the GPU (scheduling,
+        input preparation, sampling bookkeeping); not measured by any profile here
+    profile_floor_s : the fixed time per operator in the profile the factors were fitted to
+        (used only to compare with that profile; equals kernel_launch_s for vidur's profiles,
+        and holds host dispatch for the H200's eager timings)
+    source : where the factors come from
+    """
+
+    matmul_flops_share: float
+    matmul_hbm_share: float
+    roofline_blend: float
+    elementwise_hbm_share: float
+    embedding_hbm_share: float
+    kernel_launch_s: float
+    prefill_attention_flops_share: float
+    decode_attention_hbm_share: float
+    allreduce_latency_s: float
+    allreduce_link_share: float
+    send_latency_s: float
+    send_link_share: float
+    inter_node_latency_s: float
+    inter_node_share: float
+    cpu_step_s: float
+    profile_floor_s: float
+    source: str
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Efficiency:
+        return cls(**{f.name: values[f.name] for f in fields(cls)})
+
+
+def efficiency(gpu_name: str) -> Efficiency:
+    """The fitted factors of ``gpu_name``, as written by ``tools/calibrate_serving.py``."""
+    from .coefficients import COEFFICIENTS
+
+    if gpu_name not in COEFFICIENTS:
+        raise InputError(f"gpu: no efficiency factors for {gpu_name!r}; calibrated: "
+                         f"{', '.join(COEFFICIENTS)}")
+    return Efficiency.from_dict(COEFFICIENTS[gpu_name])
+
+
+def _blend(a, b, p):
+    return (a**p + b**p) ** (1.0 / p)
+
+
+def matmul_s(eff: Efficiency, gpu: GPU, tokens, k, n, floor_s=None):
+    """Seconds of a BF16 ``tokens x k`` by ``k x n`` matmul (``floor_s``: the fixed time,
+    kernel_launch_s unless given)."""
+    compute = 2.0 * tokens * k * n / (gpu.tflops_bf16 * 1e12 * eff.matmul_flops_share)
+    memory = 2.0 * (k * n + tokens * (k + n)) / (gpu.hbm_gb_s * 1e9 * eff.matmul_hbm_share)
+    floor = eff.kernel_launch_s if floor_s is None else floor_s
+    return floor + _blend(compute, memory, eff.roofline_blend)
+
+
+def elementwise_s(eff: Efficiency, gpu: GPU, nbytes, floor_s=None):
+    """Seconds of a memory-bound elementwise kernel moving ``nbytes`` (read plus written)."""
+    floor = eff.kernel_launch_s if floor_s is None else floor_s
+    return floor + nbytes / (gpu.hbm_gb_s * 1e9 * eff.elementwise_hbm_share)
+
+
+def embedding_s(eff: Efficiency, gpu: GPU, nbytes, floor_s=None):
+    """Seconds of the embedding lookup moving ``nbytes`` (rows read plus written)."""
+    floor = eff.kernel_launch_s if floor_s is None else floor_s
+    return floor + nbytes / (gpu.hbm_gb_s * 1e9 * eff.embedding_hbm_share)
+
+
+def prefill_attention_s(eff: Efficiency, gpu: GPU, flops, kv_bytes):
+    """Seconds of prefill attention work of ``flops`` reading ``kv_bytes`` of K and V, without
+    the kernel's fixed time (one attention kernel serves the whole batch)."""
+    flop_rate, byte_rate = prefill_attention_rates(eff, gpu)
+    return _blend(flops / flop_rate, kv_bytes / byte_rate, eff.roofline_blend)
+
+
+def prefill_attention_rates(eff: Efficiency, gpu: GPU) -> tuple:
+    """(FLOP/s, bytes/s) prefill attention reaches: what :func:`prefill_attention_s` divides
+    by (a caller asking millions of times keeps them)."""
+    return (gpu.tflops_bf16 * 1e12 * eff.prefill_attention_flops_share,
+            gpu.hbm_gb_s * 1e9 * eff.decode_attention_hbm_share)
+
+
+def decode_attention_s(eff: Efficiency, gpu: GPU, kv_bytes):
+    """Seconds of decode attention reading ``kv_bytes`` of KV cache (linear in the bytes), without
+    the kernel's fixed time."""
+    return kv_bytes / (gpu.hbm_gb_s * 1e9 * eff.decode_attention_hbm_share)
+
+
+def allreduce_s(eff: Efficiency, gpu: GPU, nbytes, p):
+    """Seconds of a ring all-reduce of ``nbytes`` over ``p`` GPUs of one node (0 when p == 1)."""
+    wire = 2.0 * (p - 1) / p * nbytes
+    return (p > 1) * (eff.allreduce_latency_s
+                      + wire / (gpu.link_one_way_gb_s * 1e9 * eff.allreduce_link_share))
+
+
+def allgather_s(eff: Efficiency, gpu: GPU, nbytes, p):
+    """Seconds of a ring all-gather whose result is ``nbytes`` (half an all-reduce's traffic)."""
+    wire = (p - 1) / p * nbytes
+    return (p > 1) * (eff.allreduce_latency_s
+                      + wire / (gpu.link_one_way_gb_s * 1e9 * eff.allreduce_link_share))
+
+
+def send_s(eff: Efficiency, gpu: GPU, nbytes, inter_node_gb_s=None):
+    """Seconds to send ``nbytes`` from one GPU to another: over the in-node link, or across nodes
+    at ``inter_node_gb_s`` (one way, per GPU) when given."""
+    if inter_node_gb_s is None:
+        return eff.send_latency_s + nbytes / (gpu.link_one_way_gb_s * 1e9 * eff.send_link_share)
+    return eff.inter_node_latency_s + nbytes / (inter_node_gb_s * 1e9 * eff.inter_node_share)

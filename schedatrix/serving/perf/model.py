@@ -1,0 +1,421 @@
+"""The performance model: one scheduler iteration of a replica, KV transfer time, KV capacity.
+
+A replica is ``tp x pp`` GPUs of one type: ``tp`` GPUs of one node split every layer (tensor
+parallelism), ``pp`` stages split the layers (pipeline parallelism; stages fill a node before the
+next). One iteration runs the whole batch through every stage once: per layer the four matmuls,
+the elementwise kernels, the KV-cache write, one attention kernel and two all-reduces; once per
+iteration the embedding, the final norm, the LM head for every sequence in the batch (vLLM
+computes logits for each scheduled request's last token), the logits' gather and sampling, the
+activation sends between stages and the host's step time. Each term is a roofline with named
+efficiency factors (:mod:`schedatrix.serving.perf.kernels`) fitted by
+``tools/calibrate_serving.py``.
+
+The simulator uses only the :class:`PerformanceModel` interface (``iteration_s``,
+``decode_line``, ``kv_transfer_s``, ``kv_capacity_tokens``); :class:`FixedCostModel` is the
+simplest model that honours it, for queueing-theory tests.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ...errors import InputError
+from .catalog import BYTES_PER_PARAM, GPU, GPUS_PER_NODE, ModelShape, gpu, inter_node_gb_s, model
+from .kernels import (
+    Efficiency,
+    allgather_s,
+    allreduce_s,
+    decode_attention_s,
+    efficiency,
+    elementwise_s,
+    embedding_s,
+    matmul_s,
+    prefill_attention_rates,
+    send_s,
+)
+from .shard import LayerShard
+
+__all__ = ["PerformanceModel", "PerfModel", "FixedCostModel", "GPU_MEMORY_UTILIZATION",
+           "ACTIVATION_RESERVE_GB", "SAMPLER_BYTES_PER_LOGIT"]
+
+#: Share of GPU memory the engine may use (vLLM's ``gpu_memory_utilization`` default).
+GPU_MEMORY_UTILIZATION = 0.90
+#: GB per GPU kept for activations and buffers, outside weights and KV cache: the peak of
+#: vLLM's profiling forward pass at 8,192 batched tokens, CUDA graphs and NCCL/cuBLAS
+#: workspaces (vLLM's start-up logs show about 1-3 GB for 8B-70B models). An assumption.
+ACTIVATION_RESERVE_GB = 2.0
+#: Bytes moved per logit by sampling: FP32 logits written, then read by softmax and sampling.
+SAMPLER_BYTES_PER_LOGIT = 8
+
+
+@runtime_checkable
+class PerformanceModel(Protocol):
+    """What the simulator asks of a performance model (seconds; token counts)."""
+
+    def iteration_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
+                    decode_context_tokens: int = 0) -> float: ...
+
+    def decode_line(self, n_decode: int) -> tuple[float, float]: ...
+
+    def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float: ...
+
+    def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int: ...
+
+
+def _check_batch(prefill_chunks: Iterable, n_decode: int, decode_context_tokens) -> list:
+    chunks = prefill_chunks if type(prefill_chunks) is list else list(prefill_chunks)
+    for c in chunks:
+        if len(c) != 2 or c[0] < 1 or c[1] < 0:
+            raise InputError(f"prefill_chunks: {tuple(c)!r} is not (new_tokens >= 1, "
+                             "cached_tokens >= 0)")
+    if n_decode < 0:
+        raise InputError(f"n_decode: {n_decode} decoding requests; must be >= 0")
+    if decode_context_tokens < 0 or (n_decode == 0 and decode_context_tokens):
+        raise InputError(f"decode_context_tokens: {decode_context_tokens} with n_decode = "
+                         f"{n_decode}; must be >= 0, and 0 when nothing decodes")
+    return chunks
+
+
+class PerfModel:
+    """The calibrated roofline model of one replica: ``model`` on ``tp x pp`` GPUs of ``gpu``.
+
+    model, gpu : catalog names (or a ModelShape / GPU)
+    tp : tensor-parallel degree, 1 to 8 (one node); must divide the attention heads and the
+        FFN size, and either divide the KV heads or be a multiple of them (vLLM's rule: KV
+        heads are replicated when tp > kv_heads)
+    pp : pipeline stages; must divide the layers. Stages fill a node (8 // tp stages a node)
+        before the next, so some sends between stages cross nodes
+    inter_node : the link between nodes, ``ib-hdr`` (25 GB/s a GPU) or ``ib-ndr`` (50 GB/s)
+    efficiency : the factors (default: the fitted ones of ``gpu``)
+    activation_reserve_gb : GB per GPU kept outside weights and KV cache
+
+    Raises InputError when the shape is not allowed or the model does not fit.
+    """
+
+    def __init__(self, model: str | ModelShape, gpu: str | GPU, tp: int = 1, pp: int = 1,
+                 inter_node: str = "ib-ndr", efficiency: Efficiency | None = None,
+                 activation_reserve_gb: float = ACTIVATION_RESERVE_GB):
+        self.model = _model_of(model)
+        self.gpu = _gpu_of(gpu)
+        self.tp, self.pp = _check_parallelism(self.model, tp, pp)
+        self.inter_node = inter_node
+        self.inter_node_gb_s = inter_node_gb_s(inter_node)
+        if activation_reserve_gb < 0:
+            raise InputError(f"activation_reserve_gb: {activation_reserve_gb}; must be >= 0")
+        self.activation_reserve_gb = float(activation_reserve_gb)
+        self.eff = _efficiency_of(self.gpu) if efficiency is None else efficiency
+        self.shard = LayerShard(self.model, self.tp)
+        self.gpus = self.tp * self.pp
+        stages_per_node = GPUS_PER_NODE // self.tp
+        self.cross_node_sends = math.ceil(self.pp / stages_per_node) - 1
+        self.in_node_sends = self.pp - 1 - self.cross_node_sends
+        self._decode_per_token_s = (self.model.layers * decode_attention_s(
+            self.eff, self.gpu, self.shard.kv_bytes_per_token))
+        self._parts = lru_cache(maxsize=1 << 16)(self._parts_uncached)
+        self._tok_table: list[float] = []
+        self._seq_table: list[float] = []
+        # what prefill attention needs per chunk, kept (shard properties compute each time)
+        self._attention_terms = (self.shard.attention_flops_per_pair,
+                                 self.shard.kv_bytes_per_token,
+                                 *prefill_attention_rates(self.eff, self.gpu),
+                                 self.eff.roofline_blend)
+        self.kv_capacity_tokens()  # the model must fit, with room for KV cache
+
+    def __repr__(self) -> str:
+        return (f"PerfModel({self.model.name!r}, {self.gpu.name!r}, tp={self.tp}, pp={self.pp}, "
+                f"inter_node={self.inter_node!r})")
+
+    # -- the interface -------------------------------------------------------------------
+    def iteration_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
+                    decode_context_tokens: int = 0) -> float:
+        """Seconds of one iteration: ``prefill_chunks`` = ``(new_tokens, cached_tokens)`` per
+        prefilling request; ``n_decode`` requests decode one token each, attending over
+        ``decode_context_tokens`` tokens in all. An empty batch takes 0 s."""
+        chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
+        tokens = n_decode
+        for c in chunks:
+            tokens += c[0]
+        if tokens == 0:
+            return 0.0
+        seqs = len(chunks) + n_decode
+        tok, seq = self._tok_table, self._seq_table   # _token_s, _seq_s inline when in range
+        seconds = ((tok[tokens] if tokens < len(tok) else self._token_s(tokens))
+                   + (seq[seqs] if seqs < len(seq) else self._seq_s(seqs)))
+        if chunks:
+            seconds += self._prefill_attention_s(chunks)
+        return seconds + self._decode_per_token_s * decode_context_tokens
+
+    def stage_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
+                decode_context_tokens: int = 0) -> float:
+        """Seconds the slowest pipeline stage spends on this batch (its layers, the embedding or
+        the LM head, one send to the next stage, the host step): the interval at which a full
+        pipeline finishes micro-batches. Equals ``iteration_s`` when pp == 1. Not part of the
+        interface the simulator needs."""
+        if self.pp == 1:
+            return self.iteration_s(prefill_chunks, n_decode, decode_context_tokens)
+        chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
+        tokens = sum(c[0] for c in chunks) + n_decode
+        if tokens == 0:
+            return 0.0
+        layer, first, last, in_node, cross, _ = self._parts(tokens, len(chunks) + n_decode)
+        attention = self._decode_per_token_s * decode_context_tokens
+        if chunks:
+            attention += self._prefill_attention_s(chunks)
+        send = cross if self.cross_node_sends else in_node
+        return float((layer + attention / self.model.layers) * self.layers_per_stage
+                     + max(first, last) + send + self.eff.cpu_step_s)
+
+    def decode_line(self, n_decode: int) -> tuple[float, float]:
+        """``(a, b)`` with ``iteration_s((), n_decode, S) == a + b * S`` for every S >= 0:
+        ``a`` is everything that depends on the batch size, ``b`` the seconds per token of
+        context the decode attention reads."""
+        if n_decode < 1:
+            raise InputError(f"n_decode: {n_decode}; decode_line needs at least 1 decoding "
+                             "request")
+        return self._token_s(n_decode) + self._seq_s(n_decode), self._decode_per_token_s
+
+    def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float:
+        """Seconds to move ``tokens`` tokens of KV cache to a replica of the same shape: each of
+        the ``tp x pp`` GPUs sends its shard at once, over the in-node link or, across nodes,
+        over InfiniBand."""
+        if tokens < 0:
+            raise InputError(f"tokens: {tokens}; must be >= 0")
+        if tokens == 0:
+            return 0.0
+        nbytes = tokens * self.kv_bytes_per_token_per_gpu
+        return float(send_s(self.eff, self.gpu, nbytes,
+                            None if same_node else self.inter_node_gb_s))
+
+    def cross_node_send_s(self, tokens: int) -> float:
+        """Seconds an iteration of ``tokens`` tokens spends sending activations between
+        pipeline stages on different nodes (what a slow link stretches)."""
+        if not self.cross_node_sends or tokens <= 0:
+            return 0.0
+        act = tokens * self.model.hidden * BYTES_PER_PARAM
+        return self.cross_node_sends * float(send_s(self.eff, self.gpu, 2 * act,
+                                                    self.inter_node_gb_s))
+
+    def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int:
+        """Tokens of KV cache the replica holds: per GPU, (memory x ``usable_share`` - weights -
+        activation reserve) / KV bytes per token on that GPU. Raises InputError when the
+        model does not fit."""
+        if not 0 < usable_share <= 1:
+            raise InputError(f"usable_share: {usable_share}; must be in (0, 1]")
+        mem = self.gpu.memory_gb * 1e9 * usable_share
+        reserve = self.activation_reserve_gb * 1e9
+        free = mem - self.weights_bytes_per_gpu - reserve
+        if free < self.kv_bytes_per_token_per_gpu:
+            need = (self.weights_bytes_per_gpu + reserve) * self.gpus / 1e9
+            raise InputError(
+                f"model: {self.model.name} does not fit on {self.gpus} x {self.gpu.name} "
+                f"(tp={self.tp}, pp={self.pp}): it needs {need:.1f} GB "
+                f"({self.weights_bytes_per_gpu * self.gpus / 1e9:.1f} GB of weights + "
+                f"{self.activation_reserve_gb:g} GB activation reserve per GPU) plus KV cache, "
+                f"and the GPUs have {mem * self.gpus / 1e9:.1f} GB ({self.gpu.memory_gb:g} GB x "
+                f"{self.gpus} x {usable_share:.0%} usable); allowed: more GPUs (tp, pp) or a "
+                "GPU with more memory")
+        return int(free // self.kv_bytes_per_token_per_gpu)
+
+    # -- figures ------------------------------------------------------------------------
+    @property
+    def layers_per_stage(self) -> int:
+        return self.model.layers // self.pp
+
+    @property
+    def weights_bytes_per_gpu(self) -> float:
+        """Weight bytes on each GPU: an even share of the model over ``tp x pp`` GPUs, plus the
+        replicated KV projections when tp > kv_heads."""
+        m = self.model
+        kv_proj = m.layers * 2 * m.hidden * m.kv_heads * m.head_dim * BYTES_PER_PARAM
+        held = kv_proj * self.shard.kv_heads / m.kv_heads / self.pp
+        return (m.weight_bytes - kv_proj) / self.gpus + held
+
+    @property
+    def kv_bytes_per_token_per_gpu(self) -> int:
+        """KV bytes one token holds on each GPU (its layers and KV heads)."""
+        return self.shard.kv_bytes_per_token * self.layers_per_stage
+
+    # -- terms ----------------------------------------------------------------------------
+    def _token_s(self, tokens: int) -> float:
+        """Seconds of an iteration that depend on its token count only (every layer, the
+        embedding, the final norm, the sends between stages, the host step), from a table
+        computed once per power of two of the token count (the simulator asks millions of
+        times)."""
+        table = self._tok_table
+        if tokens >= len(table):
+            size = 1 << max(tokens, 1024).bit_length()
+            t = np.arange(size, dtype=float)
+            self._tok_table = table = self._split_parts(t, np.ones_like(t))[0].tolist()
+        return table[tokens]
+
+    def _seq_s(self, seqs: int) -> float:
+        """Seconds that depend on the sequences emitting a token only (LM head, logits,
+        sampling), from a table like :meth:`_token_s`'s."""
+        table = self._seq_table
+        if seqs >= len(table):
+            size = 1 << max(seqs, 512).bit_length()
+            q = np.arange(size, dtype=float)
+            self._seq_table = table = self._split_parts(np.ones_like(q), q)[1].tolist()
+        return table[seqs]
+
+    def _split_parts(self, tokens, seqs):
+        """(token part, sequence part) of an iteration's time, elementwise over arrays; their
+        sum is ``_parts_uncached(tokens, seqs)[-1]`` (the same terms, grouped)."""
+        e, g, m, sh, tp = self.eff, self.gpu, self.model, self.shard, self.tp
+        act = tokens * m.hidden * BYTES_PER_PARAM
+        layer = sum(matmul_s(e, g, tokens, k, n) for k, n in sh.matmuls.values())
+        layer = layer + sum(elementwise_s(e, g, tokens * b)
+                            for b in sh.elementwise_bytes_per_token.values())
+        layer = layer + elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token)
+        layer = layer + e.kernel_launch_s + 2 * allreduce_s(e, g, act, tp)
+        first = embedding_s(e, g, 2 * act) + allreduce_s(e, g, act, tp)
+        norm = elementwise_s(e, g, 2 * act)
+        sends = 2 * act
+        in_node, cross = send_s(e, g, sends), send_s(e, g, sends, self.inter_node_gb_s)
+        token_part = (m.layers * layer + first + norm + self.in_node_sends * in_node
+                      + self.cross_node_sends * cross + e.cpu_step_s)
+        seq_part = (matmul_s(e, g, seqs, m.hidden, m.vocab // tp)
+                    + allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp)
+                    + elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT))
+        return np.asarray(token_part, dtype=float), np.asarray(seq_part, dtype=float)
+
+    def _parts_uncached(self, tokens: int, seqs: int) -> tuple[float, ...]:
+        """Seconds of everything but attention's work, which depends on the token count and the
+        number of sequences only: (one layer, the first stage's extra (embedding), the last
+        stage's (final norm, LM head, logits, sampling), a send in a node, a send across nodes,
+        the whole iteration)."""
+        e, g, m, sh, tp = self.eff, self.gpu, self.model, self.shard, self.tp
+        act = tokens * m.hidden * BYTES_PER_PARAM  # one activation tensor
+        layer = sum(matmul_s(e, g, tokens, k, n) for k, n in sh.matmuls.values())
+        layer += sum(elementwise_s(e, g, tokens * b)
+                     for b in sh.elementwise_bytes_per_token.values())
+        layer += elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token)  # KV-cache write
+        layer += e.kernel_launch_s  # the attention kernel's fixed time
+        layer += 2 * allreduce_s(e, g, act, tp)
+        first = embedding_s(e, g, 2 * act) + allreduce_s(e, g, act, tp)  # vocab-parallel
+        last = elementwise_s(e, g, 2 * act)  # final norm
+        last += matmul_s(e, g, seqs, m.hidden, m.vocab // tp)  # LM head
+        last += allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp)
+        last += elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT)
+        sends = 2 * act  # hidden states and residual
+        in_node, cross = send_s(e, g, sends), send_s(e, g, sends, self.inter_node_gb_s)
+        total = (m.layers * layer + first + last + self.in_node_sends * in_node
+                 + self.cross_node_sends * cross + e.cpu_step_s)
+        return float(layer), float(first), float(last), float(in_node), float(cross), float(total)
+
+    def _prefill_attention_s(self, chunks: list) -> float:
+        """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic)."""
+        flops_per_pair, kv_bytes_per_token, flop_rate, byte_rate, p = self._attention_terms
+        total = 0.0
+        for new, cached in chunks:
+            pairs = new * cached + new * (new + 1) // 2  # causal: token i sees cached + i keys
+            compute = pairs * flops_per_pair / flop_rate
+            memory = (cached + new) * kv_bytes_per_token / byte_rate
+            total += (compute**p + memory**p) ** (1.0 / p)
+        return float(self.model.layers * total)
+
+
+class FixedCostModel:
+    """A model with constant costs, for queueing tests: an iteration with any work takes
+    ``step_s`` + ``prefill_token_s`` per prompt token + ``decode_token_s`` per decoding
+    request + ``context_token_s`` per token of decode context. ``kv_transfer_s`` is
+    ``transfer_token_s`` per token; ``kv_capacity_tokens`` is ``capacity_tokens``."""
+
+    def __init__(self, step_s: float = 0.0, prefill_token_s: float = 0.0,
+                 decode_token_s: float = 0.0, context_token_s: float = 0.0,
+                 transfer_token_s: float = 0.0, capacity_tokens: int = 10**9):
+        for name, v in (("step_s", step_s), ("prefill_token_s", prefill_token_s),
+                        ("decode_token_s", decode_token_s), ("context_token_s", context_token_s),
+                        ("transfer_token_s", transfer_token_s)):
+            if not v >= 0:
+                raise InputError(f"{name}: {v}; must be >= 0 seconds")
+        if capacity_tokens < 1:
+            raise InputError(f"capacity_tokens: {capacity_tokens}; must be >= 1")
+        self.step_s, self.prefill_token_s = float(step_s), float(prefill_token_s)
+        self.decode_token_s, self.context_token_s = float(decode_token_s), float(context_token_s)
+        self.transfer_token_s, self.capacity_tokens = float(transfer_token_s), int(capacity_tokens)
+
+    def __repr__(self) -> str:
+        return (f"FixedCostModel(step_s={self.step_s}, prefill_token_s={self.prefill_token_s}, "
+                f"decode_token_s={self.decode_token_s}, context_token_s={self.context_token_s})")
+
+    def iteration_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
+                    decode_context_tokens: int = 0) -> float:
+        chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
+        new = sum(c[0] for c in chunks)
+        if new + n_decode == 0:
+            return 0.0
+        a, b = self.step_s + self.decode_token_s * n_decode, self.context_token_s
+        return a + self.prefill_token_s * new + b * decode_context_tokens
+
+    def decode_line(self, n_decode: int) -> tuple[float, float]:
+        if n_decode < 1:
+            raise InputError(f"n_decode: {n_decode}; decode_line needs at least 1 decoding "
+                             "request")
+        return self.step_s + self.decode_token_s * n_decode, self.context_token_s
+
+    def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float:
+        if tokens < 0:
+            raise InputError(f"tokens: {tokens}; must be >= 0")
+        return self.transfer_token_s * tokens
+
+    def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int:
+        return self.capacity_tokens
+
+
+def _model_of(value) -> ModelShape:
+    return value if isinstance(value, ModelShape) else model(value)
+
+
+def _gpu_of(value) -> GPU:
+    return value if isinstance(value, GPU) else gpu(value)
+
+
+def _efficiency_of(g: GPU) -> Efficiency:
+    return efficiency(g.name)
+
+
+def _as_int(value):
+    try:
+        return None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        return None
+
+
+def _check_parallelism(m: ModelShape, tp, pp) -> tuple[int, int]:
+    given_tp, tp, given_pp, pp = tp, _as_int(tp), pp, _as_int(pp)
+    if tp is None or not 1 <= tp <= GPUS_PER_NODE:
+        raise InputError(f"tp: {given_tp!r}; tensor parallelism must be an integer from 1 to "
+                         f"{GPUS_PER_NODE} (one node)")
+    kv_ok = m.kv_heads % tp == 0 if tp <= m.kv_heads else tp % m.kv_heads == 0
+    if m.heads % tp or m.ffn % tp or not kv_ok:
+        raise InputError(
+            f"tp: {tp} does not split {m.name} ({m.heads} attention heads, {m.kv_heads} KV heads, "
+            f"FFN {m.ffn}); allowed: a divisor of the heads and the FFN size that divides the "
+            f"KV heads or is a multiple of them: "
+            f"{', '.join(str(t) for t in allowed_tp(m))}")
+    if pp is None or pp < 1 or m.layers % pp:
+        raise InputError(f"pp: {given_pp!r}; pipeline stages must divide the {m.layers} layers of "
+                         f"{m.name}: {', '.join(str(p) for p in allowed_pp(m))}")
+    return tp, pp
+
+
+def allowed_tp(m: ModelShape) -> list[int]:
+    """The tensor-parallel degrees that split ``m`` (vLLM's rule, one node at most)."""
+    out = []
+    for t in range(1, GPUS_PER_NODE + 1):
+        kv_ok = m.kv_heads % t == 0 if t <= m.kv_heads else t % m.kv_heads == 0
+        if m.heads % t == 0 and m.ffn % t == 0 and kv_ok:
+            out.append(t)
+    return out
+
+
+def allowed_pp(m: ModelShape) -> list[int]:
+    """The pipeline depths that divide the layers of ``m``."""
+    return [p for p in range(1, m.layers + 1) if m.layers % p == 0]

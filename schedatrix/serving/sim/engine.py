@@ -1,0 +1,685 @@
+"""The fast simulator: its cost grows with requests, not with generated tokens.
+
+It follows exactly the scheduling rules of the plain reference (:mod:`.reference`, whose
+docstring states them), but while a batch of decoding requests does not change (no arrival
+it could admit, no completion, no prompt to prefill, KV room enough), it advances the whole
+stretch of decode iterations in one event. A decode iteration's time is affine in the batch's
+summed context (``a + b * S``, :meth:`PerfModel.decode_line`), and the context grows by the
+batch size every iteration, so the stretch's end time is a sum in closed form and its
+inter-token gaps are one arithmetic progression (:class:`~.record.GapRecord`). Running
+requests are kept as aggregates (count, summed context, completions in a heap, how many need a
+new KV block at each phase of the block size), so an ordinary iteration costs O(1) for its
+decoders.
+
+An arrival in the middle of a stretch cuts it at the first iteration boundary at or after the
+arrival, exactly where the reference would first see the new request. The fleet around the
+schedulers (routing, admission, faults, retries, the prefill/decode link) is
+:mod:`.cluster`, shared with the reference.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import insort
+
+from ..cluster.layout import Layout
+from ..cluster.policy import Policy
+from ..figures.record import Run
+from ..load.requests import Requests
+from ..replica.knobs import SchedulerConfig
+from ..replica.scheduler import SchedulerBase
+from .events import END, START, Cluster
+
+__all__ = ["simulate_fast", "FastEngine"]
+
+
+class FastEngine(SchedulerBase):
+    """One scheduler: a replica, or one pipeline engine of a replica."""
+
+    def __init__(self, sim: Cluster, replica: int, role: str, kv_blocks: int):
+        self.B = sim.cfg.block_tokens
+        self.swap = sim.policy.preemption == "swap"
+        self.priority = sim.policy.priority_preemption
+        super().__init__(sim, replica, role, kv_blocks)
+
+    def clear(self) -> None:
+        self.waiting: list = []          # heap of (priority, arrival, i)
+        self.running: dict = {}          # i -> key (priority, arrival, i): all running
+        self.prefilling: list = []       # sorted keys of running requests still prefilling
+        self.target: dict[int, int] = {}  # tokens to have in cache before the next sample
+        # decoders as aggregates: at step counter g the request had c tokens cached and
+        # gen generated; it gains one of each per step.
+        self.dec: dict[int, tuple[int, int, int]] = {}
+        self.dec_base = 0                # sum of (c - g) over decoders
+        self.dec_left = 0                # sum of (out - gen + g): output tokens still to come
+        self.mod = [0] * self.B          # decoders by (c - g) mod B
+        self.done_heap: list = []        # (step counter at which it ends, i, its entry)
+        self.cls_count = [0] * self.sim.n_classes
+        self.work: dict[int, tuple[int, int]] = {}   # waiting i -> (all tokens, prefill)
+        self.wait_work = 0
+        self.wait_prefill = 0
+        self.G = 0                       # iterations this engine has run
+        self.plan = None                 # the iteration or stretch in flight
+        self.swap_out = 0                # tokens swapped out this iteration
+        self.head_chunk = None           # (i, budget, first_chunk) found by admissible()
+
+    # -- what a router sees ----------------------------------------------------------------
+    def unfinished(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+    def waiting_count(self) -> int:
+        return len(self.waiting)
+
+    def queued_prefill_tokens(self) -> int:
+        sim = self.sim
+        return self.wait_prefill + sum(self.target[k[2]] - sim.computed[k[2]]
+                                       for k in self.prefilling)
+
+    def outstanding_tokens(self, t: float) -> int:
+        sim = self.sim
+        pre = sum(self.target[k[2]] - sim.computed[k[2]] + sim.out[k[2]] - sim.generated[k[2]]
+                  for k in self.prefilling)
+        steps = self.G + (self.done_in_stretch(t) if self.plan and self.plan[0] == "stretch"
+                          else 0)
+        return self.wait_work + pre + self.dec_left - len(self.dec) * steps
+
+    def prefix_hit_tokens(self, hashes, prompt_tokens: int, t: float) -> int:
+        cache = self.cache
+        if not cache.hash_blocks or hashes is None:
+            return 0
+        self.sync_blocks(t)
+        return cache.peek(hashes, prompt_tokens)[0] * cache.hash_block_tokens
+
+    def done_in_stretch(self, t: float) -> int:
+        """Iterations of the stretch in flight that ended at or before t."""
+        _, t0, k, a, b, s0, n, _ = self.plan
+        if t <= t0:
+            return 0
+        kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
+        return kk if t0 + _sum_s(kk, a, b, s0, n) <= t else kk - 1
+
+    def sync_blocks(self, t: float) -> None:
+        """Take now the KV blocks of every iteration of the stretch that has started by t (the
+        reference takes them at each start), so the cache looks as it does there."""
+        plan = self.plan
+        if plan is None or plan[0] != "stretch":
+            return
+        started = min(self.done_in_stretch(t) + 1, plan[2])
+        if started > plan[7]:
+            self.cache.allocate(self.need_over(started) - self.need_over(plan[7]))
+            plan[7] = started
+
+    # -- arrivals ----------------------------------------------------------------------------
+    def add(self, i: int, t: float) -> None:
+        sim = self.sim
+        heapq.heappush(self.waiting, (sim.prio[sim.cls[i]], sim.arrival[i], i))
+        left = sim.out[i] - sim.generated[i]
+        if sim.ready[i]:
+            pre = 0
+        elif sim.swapped[i]:
+            pre = sim.inp[i] + sim.generated[i] - sim.computed[i]
+        else:
+            pre = sim.inp[i] + sim.generated[i]
+        self.work[i] = (pre + left, pre)
+        self.wait_work += pre + left
+        self.wait_prefill += pre
+        if not self.busy:
+            self.busy = True
+            self.version += 1
+            sim.push(t, START, self, self.version)
+        elif self.plan is not None and self.plan[0] == "stretch":
+            self.cut(t)
+
+    def wake(self, t: float) -> None:
+        if not self.busy and self.waiting:
+            self.busy = True
+            self.version += 1
+            self.sim.push(t, START, self, self.version)
+
+    def pop_waiting(self) -> tuple:
+        key = heapq.heappop(self.waiting)
+        w, p = self.work.pop(key[2])
+        self.wait_work -= w
+        self.wait_prefill -= p
+        return key
+
+    # -- decoders as aggregates -----------------------------------------------------------
+    def dec_add(self, i: int) -> None:
+        sim, G = self.sim, self.G
+        c, gen, out = sim.computed[i], sim.generated[i], sim.out[i]
+        entry = self.dec[i] = (G, c, gen)
+        self.dec_base += c - G
+        self.dec_left += out - gen + G
+        self.mod[(c - G) % self.B] += 1
+        heapq.heappush(self.done_heap, (G + out - gen - 1, i, entry))
+        self.cls_count[sim.cls[i]] += 1
+
+    def dec_remove(self, i: int) -> None:
+        """Take a decoder out of the aggregates, writing its current state back."""
+        sim = self.sim
+        g, c, gen = self.dec.pop(i)
+        steps = self.G - g
+        computed = sim.computed[i] = c + steps
+        sim.generated[i] = gen + steps
+        self.dec_base -= c - g
+        self.dec_left -= sim.out[i] - gen + g
+        self.mod[(c - g) % self.B] -= 1
+        self.cls_count[sim.cls[i]] -= 1
+        sim.own[i] = -(-computed // self.B) - sim.pinned[i] * self.cache.hash_blocks
+        # its entry in done_heap is dropped lazily (see done_top)
+
+    # -- one iteration or a stretch --------------------------------------------------------
+    def step_start(self, t: float) -> None:
+        """Start what comes next at t: a stretch of decode iterations when nothing can change
+        the batch before it ends, else one iteration (:meth:`step_exact` when short of KV)."""
+        sim, cache = self.sim, self.cache
+        n = len(self.dec)
+        need_dec = self.mod[-self.G % self.B] if n else 0
+        budget = sim.cfg.max_batched_tokens - n
+        if self.prefilling:
+            chunks, need, budget = self.plan_chunks(budget, need_dec)
+        else:
+            chunks, need = (), need_dec
+        available = cache.total_blocks - cache.used + cache.evictable
+        if need > available:
+            self.step_exact(t)
+            return
+        if n and not chunks and not (self.waiting and
+                                     self.admissible(available - need_dec, budget)):
+            if not (sim.link and self.link_down(t)):
+                g_done, i, entry = self.done_heap[0]
+                if self.dec.get(i) is not entry:   # a stale entry on top
+                    g_done = self.done_top()
+                ends = g_done - self.G + 1
+                # enough room for every decoder's blocks up to the first end (most often)
+                horizon = ends if n * (ends // self.B + 1) <= available else \
+                    self.blocks_horizon(available, ends)
+                if self.waiting and cache.hash_blocks and len(self.running) < sim.cfg.max_batch:
+                    # evicting cached prefixes can change what the queue's head needs: stretch
+                    # only while the decoders' new blocks come from free room
+                    horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
+                if horizon:
+                    self.start_stretch(t, n, horizon)
+                    return
+        if need:
+            cache.allocate(need)
+        if chunks:
+            own = sim.own
+            for i, _, blocks in chunks:
+                own[i] += blocks
+            chunks = [(i, c) for i, c, _ in chunks if c > 0]
+        else:
+            chunks = []
+        new_dec: list[int] = []
+        swap_in = self.admit(t, budget, chunks, new_dec) if self.waiting and budget > 0 else 0
+        self.launch(t, chunks, new_dec, swap_in)
+
+    def plan_chunks(self, budget: int, need: int) -> tuple[list, int, int]:
+        """The next chunk of every running request still prefilling, in (class, arrival)
+        order: ``[(i, tokens, new blocks)]``, the blocks needed in all (``need`` plus
+        theirs) and the budget left."""
+        sim, B = self.sim, self.B
+        computed, target = sim.computed, self.target
+        chunks = []
+        for key in self.prefilling:
+            i = key[2]
+            c = min(target[i] - computed[i], budget)
+            if c <= 0:
+                chunks.append((i, 0, 0))
+                continue
+            blocks = -(-(computed[i] + c) // B) - self.held(i)
+            chunks.append((i, c, blocks))
+            budget -= c
+            need += blocks
+        return chunks, need, budget
+
+    def link_down(self, t: float) -> bool:
+        """A link this replica's pipeline crosses is down (iterations wait: no stretches)."""
+        return bool(self.sim.link) and self.sim.link_down_for(self.replica, t)
+
+    def admissible(self, available: int, budget: int) -> bool:
+        """Would the waiting queue's head be admitted now? (no side effects)"""
+        if not self.waiting or budget <= 0:
+            return False
+        head = self.waiting[0]
+        if len(self.running) < self.sim.cfg.max_batch:
+            first = self.first_chunk(head[2], budget)
+            if not self.cache.hash_blocks:   # no prefix lookups: admit may reuse it
+                self.head_chunk = (head[2], budget, first)
+            if first[0] is not None and first[2] <= available:
+                return True
+        # a higher class would preempt a lower one to get in
+        return self.priority and bool(self.running) and \
+            max(self.running.values())[0] > head[0]
+
+    def first_chunk(self, i: int, budget: int):
+        """(tokens, blocks, room) of request i's first iteration here: tokens None if the
+        budget can't take it; ``room`` = the KV room it needs (its blocks, plus the cached
+        prefix entries it would pin that now count as free)."""
+        sim, cache, B = self.sim, self.cache, self.B
+        if sim.ready[i]:   # arrived with its KV: decodes at once
+            blocks = -(-(sim.computed[i] + 1) // B)
+            return 1, blocks, blocks
+        target = sim.inp[i] + sim.generated[i]
+        if sim.swapped[i]:  # its KV comes back from host memory: no prefix lookup
+            todo = target - sim.computed[i]
+            tokens = min(todo, budget) if sim.cfg.chunked_prefill else todo
+            if tokens > budget:
+                return None, 0, 0
+            blocks = -(-(sim.computed[i] + tokens) // B)
+            return tokens, blocks, blocks
+        if cache.hash_blocks:
+            hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
+            start = hits * cache.hash_block_tokens
+        else:
+            hits = unpinned = start = 0
+        todo = target - start
+        if sim.cfg.chunked_prefill:
+            tokens = min(todo, budget)
+        elif todo > budget:
+            return None, 0, 0
+        else:
+            tokens = todo
+        blocks = -(-(start + tokens) // B) - hits * cache.hash_blocks
+        # pinning the matched entries takes them out of the evictable room
+        return tokens, blocks, blocks + unpinned * cache.hash_blocks
+
+    def admit(self, t: float, budget: int, chunks: list, new_dec: list) -> int:
+        """Admit waiting requests in (class, arrival) order while they fit (a higher class
+        preempting lower ones with priority preemption on). Returns tokens swapped in."""
+        sim, cfg, cache = self.sim, self.sim.cfg, self.cache
+        swap_in = 0
+        while self.waiting and budget > 0:
+            prio, arr, i = self.waiting[0]
+            fits = len(self.running) < cfg.max_batch
+            if fits:
+                head = self.head_chunk
+                if head is not None and head[0] == i and head[1] == budget:
+                    tokens, blocks, room = head[2]    # as admissible() found it just now
+                else:
+                    tokens, blocks, room = self.first_chunk(i, budget)
+                fits = tokens is not None and \
+                    room <= cache.total_blocks - cache.used + cache.evictable
+            if not fits:
+                if not self.priority or not self.running:
+                    break
+                victim = max(self.running.values())
+                if victim[0] <= prio:
+                    break
+                budget += self.unschedule(victim[2], t, chunks)
+                continue
+            key = self.pop_waiting()
+            self.running[i] = key
+            if sim.ready[i]:
+                sim.ready[i] = False
+                cache.allocate(blocks)
+                sim.own[i] = blocks
+                self.dec_add(i)
+                new_dec.append(i)
+            elif sim.swapped[i]:
+                sim.swapped[i] = False
+                swap_in += sim.computed[i]
+                cache.allocate(blocks)
+                sim.own[i] = blocks
+                self.target[i] = sim.inp[i] + sim.generated[i]
+                self.prefilling_add(key)
+                chunks.append((i, tokens))
+            else:
+                hits = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks else 0
+                sim.pinned[i] = hits
+                sim.computed[i] = hits * cache.hash_block_tokens
+                cache.allocate(blocks)
+                sim.own[i] = blocks
+                self.target[i] = sim.inp[i] + sim.generated[i]
+                self.prefilling_add(key)
+                chunks.append((i, tokens))
+                if sim.scheduled[i] != sim.scheduled[i]:   # NaN: first time
+                    sim.scheduled[i] = t
+            budget -= tokens
+        self.head_chunk = None
+        return swap_in
+
+    def prefilling_add(self, key) -> None:
+        insort(self.prefilling, key)
+
+    def unschedule(self, i: int, t: float, chunks: list) -> int:
+        """Priority preemption during admission: take i out of this iteration (its tokens
+        and this iteration's blocks back) and preempt it. Returns the budget it frees."""
+        if i in self.dec:
+            g, c, _ = self.dec[i]
+            extra = 1 if (c + self.G - g) % self.B == 0 else 0   # its block for this step
+            self.preempt(i, t)
+            self.cache.release(extra)
+            return 1
+        for k, (j, c) in enumerate(chunks):
+            if j == i:
+                del chunks[k]
+                self.preempt(i, t)
+                return c
+        self.preempt(i, t)
+        return 0
+
+    def step_exact(self, t: float) -> None:
+        """An iteration short of KV room: walk the running requests in (class, arrival)
+        order, preempting the lowest (last) until each fits, as the reference does."""
+        sim, cfg, cache, B = self.sim, self.sim.cfg, self.cache, self.B
+        order = sorted(self.running.values())
+        decs_left = len(self.dec)
+        budget = cfg.max_batched_tokens
+        chunks: list = []
+        preempted = False
+        k = 0
+        while k < len(order):
+            key = order[k]
+            i = key[2]
+            is_dec = i in self.dec
+            if is_dec:
+                decs_left -= 1
+                g, c, _ = self.dec[i]
+                tokens, blocks = 1, (1 if (c + self.G - g) % B == 0 else 0)
+            else:
+                tokens = max(0, min(self.target[i] - sim.computed[i], budget - decs_left))
+                blocks = -(-(sim.computed[i] + tokens) // B) - self.held(i) if tokens else 0
+            while blocks > cache.available:
+                victim = order.pop()
+                if victim != key and victim[2] in self.dec:
+                    decs_left -= 1
+                self.preempt(victim[2], t)
+                preempted = True
+                if victim == key:
+                    break
+            else:
+                cache.allocate(blocks)
+                if not is_dec and tokens:
+                    sim.own[i] += blocks
+                    chunks.append((i, tokens))
+                budget -= tokens
+                k += 1
+                continue
+            break   # the request itself was preempted: everything after it is gone too
+        new_dec: list[int] = []
+        swap_in = 0
+        if not preempted:
+            swap_in = self.admit(t, budget, chunks, new_dec)
+        self.launch(t, chunks, new_dec, swap_in)
+
+    def preempt(self, i: int, t: float) -> None:
+        """Preemption: the request gives up its KV (recompute: dropped; swap: copied to host
+        memory) and waits again, first in line."""
+        sim = self.sim
+        if i in self.dec:
+            self.dec_remove(i)
+            sim.last_token[i] = t
+        else:
+            self.prefilling.remove(self.running[i])
+            del self.target[i]
+        del self.running[i]
+        self.release_request(i)
+        if self.swap and sim.computed[i]:
+            self.swap_out += sim.computed[i]
+            sim.swapped[i] = True
+        else:
+            sim.computed[i] = 0
+        sim.preemptions[i] += 1
+        self.add(i, t)
+
+    def swap_s(self, tokens: int) -> float:
+        sim = self.sim
+        return tokens * sim.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9) if tokens else 0.0
+
+    def launch(self, t: float, chunks: list, new_dec: list, swap_in: int = 0) -> None:
+        """Start one iteration of the prefill chunks and every decoder."""
+        sim = self.sim
+        n = len(self.dec)
+        if not chunks and not n:
+            self.busy = False
+            self.plan = None
+            self.swap_out = 0
+            sim.emptied(self.replica, t)
+            return
+        ctx = self.dec_base + n * (self.G + 1)
+        pre = [(c, sim.computed[i]) for i, c in chunks]
+        d = sim.perf.iteration_s(pre, n, ctx)
+        if sim.link:
+            d += sim.iteration_extra(self.replica, t, sum(c for _, c in chunks) + n)
+        if swap_in or self.swap_out:
+            d += self.swap_s(swap_in + self.swap_out)
+            self.swap_out = 0
+        self.plan = ("step", t, chunks, new_dec)
+        self.version += 1
+        sim.seq += 1             # sim.push, inline
+        heapq.heappush(sim.heap, (t + d, END, sim.seq, self, self.version))
+        cache = self.cache
+        if cache.used - cache.evictable != self.kv_noted:
+            self.note_kv(t)
+
+    def start_stretch(self, t: float, n: int, horizon: int) -> None:
+        """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
+        many as the KV room allows)."""
+        k = horizon
+        sim = self.sim
+        line = sim.lines.get(n)
+        if line is None:
+            line = sim.lines[n] = sim.perf.decode_line(n)
+        a, b = line
+        if sim.link:
+            a += sim.iteration_extra(self.replica, t, n)
+        s0 = self.dec_base + n * (self.G + 1)
+        self.plan = ["stretch", t, k, a, b, s0, n, 0]   # the last: iterations with blocks
+        self.version += 1
+        sim.seq += 1             # sim.push, inline
+        heapq.heappush(sim.heap, (t + k * a + b * (k * s0 + n * k * (k - 1) / 2), END, sim.seq,
+                                  self, self.version))
+
+    def done_top(self) -> int:
+        """The step counter at which the next decoder ends (dropping stale heap entries)."""
+        heap, dec = self.done_heap, self.dec
+        while True:
+            g_done, i, entry = heap[0]
+            if dec.get(i) is entry:      # not a stale entry of a request that left
+                return g_done
+            heapq.heappop(heap)
+
+    def blocks_horizon(self, available: int, cap: int) -> int:
+        """How many decode iterations from now fit in ``available`` KV blocks, at most
+        ``cap`` (a cheap bound answers when the cap fits with room)."""
+        n, B, G = len(self.dec), self.B, self.G
+        if n * (cap // B + 1) <= available:
+            return cap
+        periods = available // n          # B iterations take one block of every decoder
+        left = available - periods * n
+        j = periods * B
+        for s in range(B):
+            need = self.mod[(-(G + j + s)) % B]
+            if need > left:
+                return min(j + s, cap)
+            left -= need
+        raise AssertionError("a period of B iterations needs n blocks")  # pragma: no cover
+
+    def cut(self, t: float, force: bool = False) -> None:
+        """An arrival (or a link change, ``force``) at t inside a stretch: end it at the first
+        boundary at or after t."""
+        plan = self.plan
+        if plan is None or plan[0] != "stretch":
+            return
+        _, t0, k, a, b, s0, n, _ = plan
+        if t <= t0:
+            return
+        if not force and not self.priority and len(self.running) >= self.sim.cfg.max_batch:
+            return   # a full batch admits nobody until someone ends: the stretch stands
+        kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
+        if kk < k:
+            plan[2] = kk
+            self.version += 1
+            self.sim.push(t0 + _sum_s(kk, a, b, s0, n), END, self, self.version)
+
+    def need_over(self, k: int) -> int:
+        """KV blocks the decoders take over the next k iterations."""
+        n, B = len(self.dec), self.B
+        periods, rest = divmod(k, B)
+        if not rest:
+            return periods * n
+        # the phases -(G + j) mod B for j < rest: a window ending at -G mod B, going down
+        top = (-self.G) % B
+        low = top - rest + 1
+        mod = self.mod
+        part = sum(mod[low:top + 1]) if low >= 0 else sum(mod[:top + 1]) + sum(mod[B + low:])
+        return periods * n + part
+
+    # -- ends --------------------------------------------------------------------------------
+    def step_end(self, t: float) -> None:
+        """The iteration or stretch in flight ends at t: tokens out, prompts and requests
+        done; then the next starts (at once when nothing else is due at t)."""
+        sim = self.sim
+        if self.plan[0] == "stretch":
+            self.end_stretch()
+        else:
+            self.end_iteration(t)
+        heap = self.done_heap
+        if heap and heap[0][0] < self.G:
+            self.finish_decoders(t)
+        cache = self.cache
+        if cache.used - cache.evictable != self.kv_noted:
+            self.note_kv(t)
+        self.plan = None
+        self.version += 1
+        events = sim.heap
+        if sim.next_arrival_s > t and (not events or events[0][0] > t):
+            sim.events += 1        # nothing else is due at t (sim.quiet_until_after, inline):
+            self.step_start(t)     # start the next one at once
+        else:
+            sim.push(t, START, self, self.version)
+
+    def end_stretch(self) -> None:
+        """A stretch ends: its KV blocks taken, its gaps recorded as one progression."""
+        _, t0, k, a, b, s0, n, taken = self.plan
+        blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
+        if blocks:
+            self.cache.allocate(blocks)
+        sim = self.sim
+        gaps = sim.gaps           # one run of the progression (GapRecord.add_run, in place)
+        gaps.first.append(a + b * s0)
+        gaps.step.append(b * n)
+        gaps.count.append(k)
+        gaps.weights.extend(self.cls_count)
+        self.G += k
+        sim.iterations += k
+
+    def end_iteration(self, t: float) -> None:
+        """One iteration ends: every decoder's gap, prompts whose last chunk ran."""
+        sim = self.sim
+        _, t0, chunks, new_dec = self.plan
+        weights = self.cls_count
+        if new_dec:        # their gaps run from their last token (a KV move) instead
+            weights = list(weights)
+            for i in new_dec:
+                weights[sim.cls[i]] -= 1
+                sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
+        sim.gaps.add(t - t0, 0.0, 1, weights)
+        self.G += 1
+        sim.iterations += 1
+        computed, target = sim.computed, self.target
+        for i, c in chunks:
+            computed[i] += c
+            if computed[i] >= target[i]:
+                self.prompt_done(i, t)
+
+    def prompt_done(self, i: int, t: float) -> None:
+        sim = self.sim
+        key = self.running[i]
+        self.prefilling.remove(key)
+        del self.target[i]
+        if self.cache.hash_blocks:
+            pinned = self.cache.insert(sim.req.hashes(i), sim.pinned[i], sim.inp[i])
+            sim.own[i] -= (pinned - sim.pinned[i]) * self.cache.hash_blocks
+            sim.pinned[i] = pinned
+        sim.generated[i] += 1
+        if self.role == "prefill":
+            del self.running[i]
+            if sim.out[i] == 1 or sim.generated[i] >= sim.out[i]:
+                self.release_request(i)
+                self.emit(i, t)
+                sim.complete(i, t)
+            else:
+                self.transferring.add(i)
+                sim.handoff(self, i, t)
+            return
+        self.emit(i, t)
+        if sim.generated[i] >= sim.out[i]:
+            del self.running[i]
+            self.release_request(i)
+            sim.complete(i, t)
+            return
+        self.dec_add(i)
+
+    def finish_decoders(self, t: float) -> None:
+        sim = self.sim
+        heap = self.done_heap
+        dec = self.dec
+        while heap and heap[0][0] < self.G:
+            _, i, entry = heapq.heappop(heap)
+            if dec.get(i) is not entry:
+                continue   # a stale entry: the request left (or was preempted) before
+            self.dec_remove(i)
+            sim.last_token[i] = t
+            del self.running[i]
+            self.release_request(i)
+            sim.complete(i, t)
+
+    # -- a crash -----------------------------------------------------------------------------
+    def crash(self, t: float) -> list[int]:
+        """Everything here is lost at t: the iterations that ended count, the one in flight
+        does not. Returns the requests to retry; the engine is empty afterwards."""
+        sim = self.sim
+        plan = self.plan
+        last = t
+        if plan is not None and plan[0] == "stretch":
+            _, t0, k, a, b, s0, n, _ = plan
+            done = self.done_in_stretch(t)
+            if done:
+                sim.gaps.add(a + b * s0, b * n, done, self.cls_count)
+                self.G += done
+                sim.iterations += done
+            last = t0 + _sum_s(done, a, b, s0, n)
+        elif plan is not None:
+            last = plan[1]
+        lost = [key[2] for key in self.waiting]
+        for i in list(self.running):
+            if i in self.dec:
+                self.dec_remove(i)
+                sim.last_token[i] = last
+            lost.append(i)
+        lost += sorted(self.transferring)
+        return self.forget(sorted(lost), t)
+
+
+def _sum_s(k: int, a: float, b: float, s0: float, n: int) -> float:
+    """Seconds of k decode iterations whose j-th takes a + b * (s0 + n * j)."""
+    return k * a + b * (k * s0 + n * k * (k - 1) / 2)
+
+
+def _first_boundary_at_or_after(dt: float, a: float, b: float, s0: float, n: int) -> int:
+    """The least k >= 1 with (sum of the first k iteration times) >= dt (the sums computed
+    exactly as :func:`_sum_s` does, inline: this runs once an arrival)."""
+    qa, qb = b * n / 2, a + b * s0 - b * n / 2
+    if qa > 0:
+        k = (-qb + math.sqrt(qb * qb + 4 * qa * dt)) / (2 * qa)
+    else:
+        k = dt / qb
+    k = max(1, math.ceil(k))
+    while k > 1:
+        j = k - 1
+        if j * a + b * (j * s0 + n * j * (j - 1) / 2) < dt:
+            break
+        k = j
+    while k * a + b * (k * s0 + n * k * (k - 1) / 2) < dt:
+        k += 1
+    return k
+
+
+def simulate_fast(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
+                  policy: Policy | None = None, router=None) -> Run:
+    """Run ``requests`` through the deployment described by ``layout`` (the fast way);
+    ``router`` replaces the policy's router (see :mod:`~schedatrix.serving.cluster.routing`)."""
+    return Cluster(requests, perf, cfg, layout, policy, FastEngine, "fast", router).run()
