@@ -131,7 +131,7 @@ def test_answers_agree_with_the_library(many):
                 batch = int(re.search(r"step of (\d+) requests", q.prompt).group(1))
                 act = batch * MODELS[model].hidden * 2
                 e, g = perf.eff, GPUS[gpu]
-                wire = ((allreduce_s(e, g, act, tp) - e.allreduce_latency_s)
+                wire = ((allreduce_s(e, g, act, tp, floored=False) - e.allreduce_latency_s)
                         * g.link_one_way_gb_s * 1e9 * e.allreduce_link_share)
                 assert q.answer == pytest.approx(2 * MODELS[model].layers * wire / 1e6)
             elif q.id == "slo":

@@ -224,15 +224,18 @@ def test_tensor_parallelism_roughly_halves_a_compute_bound_prefill():
                     ("llama-2-7b", "a100-80gb")]:
         m = model(name)
         free_link = replace(Efficiency.from_dict(COEFFICIENTS[g]), allreduce_latency_s=0.0,
-                            allreduce_link_share=math.inf)
+                            allreduce_link_share=math.inf, allreduce_floor_s=())
         tps = [t for t in (1, 2, 4, 8) if _fits(m, g, t)]
         for t in tps[:-1]:
             one = PerfModel(name, g, tp=t).iteration_s([(8192, 0)])
             two = PerfModel(name, g, tp=2 * t).iteration_s([(8192, 0)])
             assert 0.5 <= two / one <= 0.8, (name, g, t, two / one)  # all-reduces grow with tp
-            one = PerfModel(name, g, tp=t, efficiency=free_link).iteration_s([(8192, 0)])
-            two = PerfModel(name, g, tp=2 * t, efficiency=free_link).iteration_s([(8192, 0)])
-            assert 0.5 <= two / one <= 0.6, (name, g, t, two / one)  # the compute halves
+            # without the links and the host's fixed time per iteration, the compute halves
+            one = PerfModel(name, g, tp=t, efficiency=free_link,
+                            host_s=0.0).iteration_s([(8192, 0)])
+            two = PerfModel(name, g, tp=2 * t, efficiency=free_link,
+                            host_s=0.0).iteration_s([(8192, 0)])
+            assert 0.5 <= two / one <= 0.6, (name, g, t, two / one)
 
 
 def _fits(m, g, tp):
@@ -347,7 +350,9 @@ def test_every_gpu_has_factors_and_the_l4_says_it_is_uncalibrated():
                       "inter_node_share"):
             assert 0 < getattr(eff, field) <= 1, (name, field)
         assert eff.roofline_blend >= 1 and eff.kernel_launch_s > 0
-        assert eff.cpu_step_s == 0.0  # not measured by any profile: documented, not guessed
+        floors = dict(eff.allreduce_floor_s)   # the collectives' small-message end, per size
+        assert set(floors) == {2, 4, 8} and all(1e-6 < t < 2e-4 for t in floors.values())
+        assert 1e-6 < eff.send_floor_s < 1e-4
     assert COEFFICIENTS["l4"]["source"].startswith("uncalibrated")
 
 
@@ -406,5 +411,9 @@ def test_a_fresh_fit_reproduces_the_shipped_coefficients(profiles):
             shipped = COEFFICIENTS[name][key]
             if isinstance(value, str):
                 assert value == shipped
+            elif isinstance(value, tuple):   # ((GPUs, seconds), ...)
+                assert [p for p, _ in value] == [p for p, _ in shipped], (name, key)
+                assert [t for _, t in value] == pytest.approx([t for _, t in shipped],
+                                                              rel=1e-3), (name, key)
             else:
                 assert value == pytest.approx(shipped, rel=1e-3, abs=1e-12), (name, key)

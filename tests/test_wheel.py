@@ -31,8 +31,14 @@ def installed(tmp_path_factory):
     needs come from this environment's site-packages (added by a .pth file, which brings no
     editable schedatrix: that one is found through a .pth of its own, never processed there)."""
     tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"   # what the build reads, copied: the checkout gets no build/ folder
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "schedatrix", source / "schedatrix",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                  "-q", "-w", tmp / "dist", ROOT], timeout=300)
+                  "-q", "-w", tmp / "dist", source], timeout=300)
     if built.returncode != 0:
         pytest.skip(f"no wheel could be built here: {built.stderr.strip()[-200:]}")
     wheel = next((tmp / "dist").glob("schedatrix-*.whl"))

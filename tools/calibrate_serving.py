@@ -63,6 +63,10 @@ def render(coefficients: dict, digest: str) -> str:
                     line += word + " "
                 lines.append(f"            {line.rstrip()!r}")
                 lines.append("        ),")
+            elif isinstance(value, tuple):   # ((GPUs, seconds), ...)
+                pairs = ", ".join(f"({int(p)}, {float(f'{t:.{SIGNIFICANT}g}')!r})"
+                                  for p, t in value)
+                lines.append(f"        {key!r}: ({pairs}),")
             else:
                 lines.append(f"        {key!r}: {float(f'{value:.{SIGNIFICANT}g}')!r},")
         lines.append("    },")

@@ -240,7 +240,7 @@ def _grid() -> list[tuple[str, str, int, int, float]]:
     for name in _GRID_MODELS:
         m = MODELS[name]
         for gname in GPUS:
-            perf = PerfModel(name, gname)
+            perf = PerfModel(name, gname, host_s=0.0)   # the GPU's step: no host time in it
             room = perf.kv_capacity_tokens()
             peak = GPUS[gname].tflops_bf16 * 1e12
             for b in _GRID_BATCHES:

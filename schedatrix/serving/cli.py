@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 
 from tqdm import tqdm
@@ -32,6 +31,18 @@ def _positive(kind, flag):
                 f"got {text!r}") from None
         if not (v > 0) or v != v or v in (float("inf"),):
             raise argparse.ArgumentTypeError(f"{flag} must be above 0, got {text!r}")
+        return v
+    return parse
+
+
+def _at_least_zero(flag):
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
+        if not 0 <= v <= 1000:
+            raise argparse.ArgumentTypeError(f"{flag} must be from 0 to 1000, got {text!r}")
         return v
     return parse
 
@@ -62,6 +73,20 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="how requests pick a replica (default round-robin)")
     g.add_argument("--priority-preemption", dest="priority_preemption", action="store_true",
                    default=None, help="a higher class preempts running lower-class requests")
+    g.add_argument("--cuda-graphs", choices=("on", "off"),
+                   help="replay captured CUDA graphs for batches up to 512 tokens (on, vLLM's "
+                        "default) or launch every kernel from the host (off: enforce_eager)")
+    g.add_argument("--host-ms", type=_at_least_zero("--host-ms"), metavar="MS",
+                   help="host time per scheduler iteration, milliseconds (default: vLLM's, "
+                        "docs/serving-calibration.md)")
+    g.add_argument("--prefill-tp", type=_positive(int, "--prefill-tp"),
+                   help="tensor parallelism of a split's prefill replicas (default --tp)")
+    g.add_argument("--decode-tp", type=_positive(int, "--decode-tp"),
+                   help="tensor parallelism of a split's decode replicas (default --tp)")
+    g.add_argument("--prefill-gpu", choices=sorted(GPUS),
+                   help="GPU of a split's prefill replicas (default --gpu)")
+    g.add_argument("--decode-gpu", choices=sorted(GPUS),
+                   help="GPU of a split's decode replicas (default --gpu)")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -124,6 +149,9 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
     p.add_argument("--models", metavar="M1,M2,...",
                    help="repeat the designs for each model (how the answer moves)")
+    p.add_argument("--no-capacity", dest="capacity", action="store_false",
+                   help="skip the search of each design's goodput (DistServe's: the highest "
+                        "rate at which the acceptance share meets every SLO)")
     _add_scenario_flags(p)
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("accept", help="acceptance: designs over seeds and faults, a decision "
@@ -156,6 +184,19 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_isolation)
+    p = sub.add_parser("capacity", help="DistServe's goodput: the highest rate a design serves "
+                                        "with a share of requests within every SLO",
+                       description="Search the highest request rate at which --attainment of "
+                                   "the requests meet every SLO (--slo-ttft, --slo-tpot) on one "
+                                   "design (a scenario's first, --design NAME, or the flags), "
+                                   "the load's lengths and burstiness kept, and that rate per "
+                                   "GPU (DistServe's goodput). --requests sets each rate's run.")
+    p.add_argument("scenario", nargs="?", metavar="SCENARIO.toml", help="a scenario file")
+    p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
+    p.add_argument("--attainment", type=_share("--attainment"), default=0.9, metavar="SHARE",
+                   help="share of requests that must meet every SLO (default 0.9)")
+    _add_scenario_flags(p)
+    p.set_defaults(func=_cmd_capacity)
     p = sub.add_parser("fit", help="a trace's figures and a synthetic load that reproduces them")
     p.add_argument("trace", metavar="TRACE", help="a request trace")
     p.add_argument("--window", type=_positive(float, "--window"), default=60.0,
@@ -176,7 +217,10 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "prefill_replicas": "prefill_replicas", "decode_replicas": "decode_replicas",
                  "max_batch": "max_batch", "max_batched_tokens": "max_batched_tokens",
                  "chunked_prefill": "chunked_prefill", "price": "price_per_gpu_hour",
-                 "router": "router", "priority_preemption": "priority_preemption"}
+                 "router": "router", "priority_preemption": "priority_preemption",
+                 "cuda_graphs": "cuda_graphs", "host_ms": "host_ms", "prefill_tp": "prefill_tp",
+                 "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
+                 "decode_gpu": "decode_gpu"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
@@ -187,15 +231,9 @@ def _scenario(args, one_design: bool):
     base, source = None, ""
     data: dict = {}
     if args.scenario:
+        from .harness.toml_tables import read_toml
         path = Path(args.scenario)
-        try:
-            data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
-        except OSError as e:
-            raise InputError(f"scenario {path}: cannot be read ({e.strerror or e})") from None
-        except UnicodeDecodeError:
-            raise InputError(f"scenario {path}: not UTF-8 text") from None
-        except tomllib.TOMLDecodeError as e:
-            raise InputError(f"scenario {path}: not valid TOML ({e})") from None
+        data = read_toml(path, "scenario")
         base, source = path.parent, str(path)
     load = dict(data.get("load", {})) if isinstance(data.get("load", {}), dict) else data["load"]
     given = {v: getattr(args, k) for k, v in _LOAD_FLAGS.items() if getattr(args, k) is not None}
@@ -232,6 +270,8 @@ def _scenario(args, one_design: bool):
         data["classes"] = classes
     knobs = {v: getattr(args, k) for k, v in _DESIGN_FLAGS.items()
              if getattr(args, k) is not None}
+    if "cuda_graphs" in knobs:
+        knobs["cuda_graphs"] = knobs["cuda_graphs"] == "on"
     if knobs.get("prefill_replicas") or knobs.get("decode_replicas"):
         knobs.setdefault("replicas", 0)
     designs = data.get("designs") or [{}]
@@ -333,6 +373,51 @@ def _runs_planned(designs, models, baseline: bool) -> int:
 
 def _gpus(n: int) -> str:
     return f"{n} GPU" + ("" if n == 1 else "s")
+
+
+def _share(flag):
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
+        if not 0 < v <= 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be above 0 and at most 1 (0.9: "
+                                             f"90% of requests), got {text!r}")
+        return v
+    return parse
+
+
+def _cmd_capacity(args) -> int:
+    from .harness.capacity import goodput_capacity
+    scenario = _scenario(args, one_design=True)
+    design = scenario.designs[0]
+    good = goodput_capacity(design, scenario.load, args.attainment,
+                            requests=scenario.requests or 2000, seed=scenario.seed)
+    slos = sorted({(c.ttft_s, c.tpot_s) for c in scenario.load.classes})
+    if args.json:
+        print(json.dumps({
+            "design": design.name, "gpus": design.gpus, "load": scenario.load.describe(),
+            "attainment": good.attainment, "max_rate_rps": good.max_rate_rps,
+            "rate_per_gpu": good.rate_per_gpu, "attained": good.attained,
+            "slos": [{"ttft_s": t, "tpot_s": p} for t, p in slos],
+            "requests_per_rate": scenario.requests or 2000, "seed": scenario.seed,
+            "tried": [{"rate_rps": r, "attained": a, "passed": ok} for r, a, ok in good.tried],
+            "goodput_definition": "DistServe: the highest request rate at which the attainment "
+                                  "share of requests meets every SLO"}, allow_nan=False))
+        return 0
+    slo_text = "; ".join(", ".join(x for x in (f"TTFT <= {t:g} s" if t is not None else "",
+                                               f"TPOT <= {p:g} s" if p is not None else "") if x)
+                         for t, p in slos)
+    print(f"design: {design.name} ({_gpus(design.gpus)})")
+    print(f"load: {scenario.load.describe()}")
+    print(f"SLOs: {slo_text}; attainment {good.attainment:.0%}")
+    if good.max_rate_rps == 0:
+        print("goodput (DistServe): 0: even a rate of 0.001 request/s misses the attainment")
+        return 0
+    print(f"goodput (DistServe): {good.max_rate_rps:.3g} requests/s "
+          f"({good.rate_per_gpu:.3g} per GPU), {good.attained:.1%} within every SLO there")
+    return 0
 
 
 def _cmd_run(args) -> int:
@@ -447,6 +532,17 @@ def _cmd_compare(args) -> int:
             if designs[0].model in sweep:
                 comparisons = {designs[0].model: main, **{
                     m: c for m, c in sweep.items() if m != designs[0].model}}
+    load = scenario.load
+    searchable = (load.trace is None and load.closed_loop is None and not load.tenants
+                  and any(c.ttft_s is not None or c.tpot_s is not None for c in load.classes))
+    if args.capacity and searchable and main.outcomes:
+        from .harness.compare import with_goodput
+        bar = tqdm(total=len(main.outcomes), desc="goodput search", unit="design",
+                   disable=args.json or args.quiet, file=sys.stderr, mininterval=1.0)
+        with bar:
+            with_goodput(main, load, scenario.criteria.attainment,
+                         min(scenario.requests or 1000, 1000), scenario.seed,
+                         on_design=bar.update)
     return _finish(comparisons, scenario, args)
 
 

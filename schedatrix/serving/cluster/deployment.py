@@ -18,7 +18,14 @@ Parallelism, as modelled:
   with fewer requests than stages, stages sit idle (the bubble);
 - **prefill/decode split**: ``prefill_replicas`` replicas only prefill prompts, then each
   prompt's KV cache moves to one of ``decode_replicas`` replicas (over NVLink on one node,
-  InfiniBand between nodes), which generate the rest.
+  InfiniBand between nodes), which generate the rest. Each side may have its own tensor
+  parallelism and GPU (``prefill_tp``, ``decode_tp``, ``prefill_gpu``, ``decode_gpu``; by
+  default the design's ``tp`` and ``gpu``), as DistServe and Splitwise place them: GPUs and
+  cost count each side at its own size and price, and two kinds of GPU sit on nodes of their
+  own, so the KV move between them crosses InfiniBand.
+
+Every replica's engine runs with CUDA graphs (``cuda_graphs``, vLLM's default) and vLLM's host
+time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from dataclasses import dataclass, fields, replace
 
 from ...errors import InputError
 from ..numbers import check_int, check_real
-from ..perf.catalog import GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
+from ..perf.catalog import GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..replica.knobs import (
     DEFAULT_BLOCK_TOKENS,
@@ -73,11 +80,33 @@ class Design:
     max_queue: int | None = None
     shed_ttft: bool = False
     shed_share: float = 0.5
+    cuda_graphs: bool = True
+    host_ms: float | None = None
+    prefill_tp: int | None = None
+    decode_tp: int | None = None
+    prefill_gpu: str | None = None
+    decode_gpu: str | None = None
 
     def __post_init__(self):
         model(self.model)
         gpu(self.gpu)
         object.__setattr__(self, "tp", check_int("tp", self.tp, 1, GPUS_PER_NODE))
+        if not isinstance(self.cuda_graphs, bool):
+            raise InputError(f"cuda_graphs: {self.cuda_graphs!r}; allowed: true or false "
+                             "(on or off on the command line)")
+        if self.host_ms is not None:
+            object.__setattr__(self, "host_ms", check_real("host_ms", self.host_ms, 0.0, 1000.0))
+        for knob in ("prefill_tp", "decode_tp"):
+            if getattr(self, knob) is not None:
+                object.__setattr__(self, knob, check_int(knob, getattr(self, knob), 1,
+                                                         GPUS_PER_NODE))
+        for knob in ("prefill_gpu", "decode_gpu"):
+            if getattr(self, knob) is not None:
+                try:
+                    gpu(getattr(self, knob))
+                except InputError:
+                    raise InputError(f"{knob}: unknown GPU {getattr(self, knob)!r}; allowed: "
+                                     f"{', '.join(GPUS)}") from None
         object.__setattr__(self, "pp", check_int("pp", self.pp, 1, 1024))
         for knob in ("replicas", "prefill_replicas", "decode_replicas"):
             object.__setattr__(self, knob, check_int(knob, getattr(self, knob), 0, 100_000))
@@ -90,6 +119,12 @@ class Design:
             raise InputError(f"replicas must be 0 with a prefill/decode split (the split's "
                              f"replicas are prefill_replicas + decode_replicas), got "
                              f"{self.replicas}")
+        phase = [k for k in ("prefill_tp", "decode_tp", "prefill_gpu", "decode_gpu")
+                 if getattr(self, k) is not None]
+        if phase and not split:
+            raise InputError(f"{phase[0]}: {getattr(self, phase[0])!r} sets one side of a "
+                             "prefill/decode split, and this design has none; allowed: with "
+                             "prefill_replicas and decode_replicas, or tp and gpu alone")
         if split:
             object.__setattr__(self, "replicas", 0)
         elif self.replicas < 1:
@@ -110,7 +145,15 @@ class Design:
                             for k, v in buckets.items())
         object.__setattr__(self, "buckets", tuple(tuple(b) for b in buckets))
         self.policy()                    # the router, admission and preemption knobs
-        self.perf()                      # the model must fit, TP and PP must divide
+        for role in self.roles():        # the model must fit, TP and PP must divide, each side
+            try:
+                self.perf(role)
+            except InputError as e:
+                if not self.split or (self.tp_of("prefill"), self.gpu_of("prefill")) == (
+                        self.tp_of("decode"), self.gpu_of("decode")):
+                    raise
+                raise InputError(f"the {role} side ({role}_tp {self.tp_of(role)}, {role}_gpu "
+                                 f"{self.gpu_of(role)}): {e}") from None
         if not self.name:
             object.__setattr__(self, "name", self.label())
 
@@ -119,25 +162,70 @@ class Design:
     def split(self) -> bool:
         return self.prefill_replicas > 0
 
+    def roles(self) -> tuple[str, ...]:
+        """The kinds of replica the design has: ``mixed``, or ``prefill`` and ``decode``."""
+        return ("prefill", "decode") if self.split else ("mixed",)
+
+    def tp_of(self, role: str) -> int:
+        """The tensor-parallel degree of a ``role``'s replicas."""
+        own = {"prefill": self.prefill_tp, "decode": self.decode_tp}.get(role)
+        return self.tp if own is None else own
+
+    def gpu_of(self, role: str) -> str:
+        """The GPU of a ``role``'s replicas."""
+        own = {"prefill": self.prefill_gpu, "decode": self.decode_gpu}.get(role)
+        return self.gpu if own is None else own
+
+    def replicas_of(self, role: str) -> int:
+        return {"mixed": self.replicas, "prefill": self.prefill_replicas,
+                "decode": self.decode_replicas}[role]
+
+    def gpus_per_replica_of(self, role: str) -> int:
+        return self.tp_of(role) * self.pp
+
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        """GPUs of one replica (of the decode side in a split: the larger share of a fleet)."""
+        return self.gpus_per_replica_of(self.roles()[-1])
+
+    def gpus_by_kind(self) -> dict[str, int]:
+        """GPUs of each kind the design uses."""
+        out: dict[str, int] = {}
+        for role in self.roles():
+            kind = self.gpu_of(role)
+            out[kind] = out.get(kind, 0) + self.replicas_of(role) * self.gpus_per_replica_of(role)
+        return out
 
     @property
     def gpus(self) -> int:
-        return (self.replicas + self.prefill_replicas + self.decode_replicas) * \
-            self.gpus_per_replica
+        return sum(self.gpus_by_kind().values())
+
+    @property
+    def dollars_per_hour(self) -> float:
+        """What the design's GPUs cost an hour: each kind at its price (or the design's
+        ``price_per_gpu_hour`` for every GPU)."""
+        return sum(n * (self.price_per_gpu_hour if self.price_per_gpu_hour is not None
+                        else gpu(kind).price_per_gpu_hour)
+                   for kind, n in self.gpus_by_kind().items())
 
     @property
     def price(self) -> float:
-        """Dollars per GPU-hour used for cost (the design's, or the catalog's)."""
-        if self.price_per_gpu_hour is not None:
-            return self.price_per_gpu_hour
-        return gpu(self.gpu).price_per_gpu_hour
+        """Dollars per GPU-hour used for cost (the design's, or the catalog's; with two kinds
+        of GPU, their average over the design's GPUs)."""
+        return self.dollars_per_hour / self.gpus
 
     def label(self) -> str:
         par = f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "")
-        if self.split:
+        if self.split and any(getattr(self, k) is not None for k in
+                              ("prefill_tp", "decode_tp", "prefill_gpu", "decode_gpu")):
+            def side(role, letter, n):
+                text = f"{letter}{n} TP{self.tp_of(role)}"
+                return text + (f" {self.gpu_of(role)}" if self.gpu_of(role) != self.gpu
+                               or self.gpu_of("prefill") != self.gpu_of("decode") else "")
+            text = (f"split {side('prefill', 'P', self.prefill_replicas)} : "
+                    f"{side('decode', 'D', self.decode_replicas)}"
+                    + (f" PP{self.pp}" if self.pp > 1 else ""))
+        elif self.split:
             text = f"split P{self.prefill_replicas}:D{self.decode_replicas} {par}"
         else:
             text = f"{self.replicas} x {par}"
@@ -156,9 +244,12 @@ class Design:
                       self.preemption, self.pcie_gb_s, tuple(faults),
                       resilience or Resilience(), seed)
 
-    def perf(self) -> PerfModel:
-        return PerfModel(self.model, self.gpu, tp=self.tp, pp=self.pp,
-                         inter_node=self.inter_node)
+    def perf(self, role: str | None = None) -> PerfModel:
+        """The performance model of a ``role``'s replicas (None: the first role's)."""
+        role = role or self.roles()[0]
+        return PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
+                         inter_node=self.inter_node, cuda_graphs=self.cuda_graphs,
+                         host_s=None if self.host_ms is None else self.host_ms / 1000)
 
     def single_machine(self) -> bool:
         """One replica on one machine (nothing distributed)."""
@@ -190,17 +281,19 @@ class Built:
     """What the simulators take for a design."""
 
     design: Design
-    perf: PerfModel
+    perf: PerfModel | dict
     config: SchedulerConfig
     layout: Layout
     kv_blocks_per_replica: int
 
 
 def build(design: Design, hash_block_tokens: int = 0) -> Built:
-    """The performance model, scheduler knobs and layout of a design. ``hash_block_tokens``
-    turns prefix caching on for a load that carries block hashes of that many tokens."""
-    perf = design.perf()
-    blocks = perf.kv_capacity_tokens(design.gpu_memory_share) // design.block_tokens
+    """The performance model (a mapping by role when a split's two sides differ), scheduler
+    knobs and layout of a design. ``hash_block_tokens`` turns prefix caching on for a load that
+    carries block hashes of that many tokens."""
+    perfs = {role: design.perf(role) for role in design.roles()}
+    blocks = {role: p.kv_capacity_tokens(design.gpu_memory_share) // design.block_tokens
+              for role, p in perfs.items()}
     hb = hash_block_tokens
     if hb and hb % design.block_tokens:
         raise InputError(f"the load's prefix hash blocks ({hb} tokens) must be a multiple of "
@@ -208,23 +301,28 @@ def build(design: Design, hash_block_tokens: int = 0) -> Built:
     config = SchedulerConfig(design.max_batch, design.max_batched_tokens,
                              design.chunked_prefill, design.block_tokens, hb,
                              model(design.model).max_context)
-    per_engine = blocks // design.pp
-    roles = (["mixed"] * design.replicas + ["prefill"] * design.prefill_replicas +
-             ["decode"] * design.decode_replicas)
-    plans, node, free = [], 0, GPUS_PER_NODE
-    g = design.gpus_per_replica
-    for role in roles:
-        if g > GPUS_PER_NODE:                      # spans whole nodes
-            if free < GPUS_PER_NODE:
-                node += 1
-            span = math.ceil(g / GPUS_PER_NODE)
-            nodes = tuple(range(node, node + span))
-            node += span
-            free = GPUS_PER_NODE
-        else:
-            if free < g:
-                node, free = node + 1, GPUS_PER_NODE
-            nodes = (node,)
-            free -= g
-        plans.append(ReplicaPlan(role, design.pp, per_engine, nodes))
-    return Built(design, perf, config, Layout(tuple(plans)), blocks)
+    plans, node, free, kind = [], 0, GPUS_PER_NODE, None
+    for role in design.roles():
+        g = design.gpus_per_replica_of(role)
+        if kind is not None and design.gpu_of(role) != kind and free < GPUS_PER_NODE:
+            node, free = node + 1, GPUS_PER_NODE          # a node holds one kind of GPU
+        kind = design.gpu_of(role)
+        for _ in range(design.replicas_of(role)):
+            if g > GPUS_PER_NODE:                      # spans whole nodes
+                if free < GPUS_PER_NODE:
+                    node += 1
+                span = math.ceil(g / GPUS_PER_NODE)
+                nodes = tuple(range(node, node + span))
+                node += span
+                free = GPUS_PER_NODE
+            else:
+                if free < g:
+                    node, free = node + 1, GPUS_PER_NODE
+                nodes = (node,)
+                free -= g
+            plans.append(ReplicaPlan(role, design.pp, blocks[role] // design.pp, nodes))
+    same = len({id(p) for p in perfs.values()}) == 1 or (
+        design.tp_of("prefill") == design.tp_of("decode")
+        and design.gpu_of("prefill") == design.gpu_of("decode"))
+    perf = next(iter(perfs.values())) if same else perfs
+    return Built(design, perf, config, Layout(tuple(plans)), blocks[design.roles()[0]])

@@ -1,16 +1,21 @@
-"""What one replica can carry: the highest request rate it sustains within a latency objective
-on a pool's own length mix (the audit asks this when a fleet note leaves capacity blank).
+"""What a design can carry: the highest request rate at which it still meets its objective.
 
-The search serves Poisson arrivals whose (input, output) lengths are drawn in pairs from the
-pool's requests, on one replica of the model on ``gpus_per_replica`` GPUs (tensor parallel),
-and halves the bracket between a rate that meets the objective and one that does not until
-they are within ``rel_tol`` of each other. Each rate is judged on the same seed, so the answer
-is reproducible; latency grows with the rate, so the bracket is sound up to the noise of one
-run (``requests`` sets its length).
+One search, :func:`highest_rate`, serves the load at a rate, judges the run, doubles the rate
+until it fails (or halves it until it passes), then halves the bracket between a rate that
+passes and one that does not until they are within ``rel_tol`` of each other. Each rate is
+judged on the same seed, so the answer is reproducible; the figures worsen with the rate, so
+the bracket is sound up to the noise of one run (``requests`` sets its length). Two judges:
+
+- :func:`goodput_capacity`: DistServe's goodput, the highest rate at which ``attainment`` of
+  the arrived requests meet every SLO (TTFT and TPOT; rejected and failed requests miss), and
+  that rate per GPU (``schedatrix serving capacity``, and a column of ``serving compare``);
+- :func:`replica_capacity`: a percentile objective ("TTFT p99 < 1 s") on one replica and a
+  pool's own length mix, which the audit asks when a fleet note leaves capacity blank.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -25,7 +30,11 @@ from ..load.workload import Load, generate
 from ..perf.catalog import MODELS
 from ..sim.simulate import simulate
 
-__all__ = ["Capacity", "replica_capacity", "catalog_model", "catalog_gpu"]
+__all__ = ["Capacity", "Goodput", "highest_rate", "goodput_capacity", "replica_capacity",
+           "catalog_model", "catalog_gpu", "DEFAULT_ATTAINMENT"]
+
+#: DistServe's usual target: 90% of requests within every SLO.
+DEFAULT_ATTAINMENT = 0.9
 
 
 def _words(text: str) -> str:
@@ -85,52 +94,109 @@ def _objective_value(run, metric: str, percentile: float) -> float:
     return math.inf if q >= 1e299 else q
 
 
-def replica_capacity(model: str, gpu: str, gpus_per_replica: int, input_tokens, output_tokens,
-                     metric: str = "ttft", percentile: float = 99.0, limit_s: float = 1.0,
-                     inclusive: bool = False, requests: int = 3000, seed: int = 0,
-                     rel_tol: float = 0.03, high_rps: float = 200.0) -> Capacity:
-    """The highest request rate one replica sustains with ``metric`` p``percentile`` below
-    ``limit_s`` (at most, with ``inclusive``), on paired lengths from the pool's requests.
-    Raises InputError when the replica can't be built (a model that does not fit)."""
-    design = Design(model=model, gpu=gpu, tp=gpus_per_replica, replicas=1)
-    pairs = PairedLengths(np.asarray(input_tokens), np.asarray(output_tokens), "pool")
+def highest_rate(judge, high_rps: float = 200.0, rel_tol: float = 0.03,
+                 low_rps: float = 1e-3) -> tuple[float, float, tuple]:
+    """The highest rate (requests per second) ``judge(rate) -> (passes, figure)`` passes:
+    ``(rate, its figure, every (rate, figure, passes) tried)``; 0 when even ``low_rps`` fails,
+    ``high_rps`` (or above) when nothing up to it fails."""
     tried = []
 
-    def judge(rate: float) -> tuple[bool, float]:
-        load = Load(rate_rps=rate, pairs=pairs)
-        run = simulate(generate(load, seed, requests=requests), design)
-        value = _objective_value(run, metric, percentile)
-        ok = value <= limit_s if inclusive else value < limit_s
+    def run(rate):
+        ok, value = judge(rate)
         tried.append((rate, value, ok))
         return ok, value
 
     low, low_value = 0.0, math.nan
     rate = 1.0
-    ok, value = judge(rate)
+    ok, value = run(rate)
     while ok and rate < high_rps:            # grow until a rate fails
         low, low_value = rate, value
         rate *= 2
-        ok, value = judge(rate)
+        ok, value = run(rate)
     if ok:
-        return Capacity(rate, design, value, tuple(tried))
+        return rate, value, tuple(tried)
     high = rate
     if low == 0.0:                           # even 1 request/s fails: look below it
         rate = 1.0
-        while not ok and rate > 1e-3:
+        while not ok and rate > low_rps:
             high = rate
             rate /= 4
-            ok, value = judge(rate)
+            ok, value = run(rate)
         if not ok:
-            return Capacity(0.0, design, value, tuple(tried))
+            return 0.0, value, tuple(tried)
         low, low_value = rate, value
     while (high - low) / high > rel_tol:
         mid = math.sqrt(low * high)
-        ok, value = judge(mid)
+        ok, value = run(mid)
         if ok:
             low, low_value = mid, value
         else:
             high = mid
-    return Capacity(low, design, low_value, tuple(tried))
+    return low, low_value, tuple(tried)
 
 
+@dataclass(frozen=True)
+class Goodput:
+    """DistServe's goodput of a design on a load.
 
+    max_rate_rps : the highest rate at which ``attainment`` of the requests meet every SLO
+    rate_per_gpu : that rate over the design's GPUs
+    attained : the share that met every SLO at that rate
+    tried : (rate, share attained, passed) for every rate the search ran"""
+
+    max_rate_rps: float
+    rate_per_gpu: float
+    attainment: float
+    attained: float
+    design: Design
+    tried: tuple
+
+
+def goodput_capacity(design: Design, load: Load, attainment: float = DEFAULT_ATTAINMENT,
+                     requests: int = 2000, seed: int = 0, rel_tol: float = 0.03,
+                     high_rps: float = 1000.0) -> Goodput:
+    """DistServe's goodput: the highest request rate at which at least ``attainment`` of the
+    arrived requests meet every SLO of their class (``load``'s classes carry the thresholds;
+    its arrival process is scaled to each rate, its lengths kept). Raises InputError when no
+    class has an SLO or the load is a trace or a closed loop (no rate to scale)."""
+    if not 0 < attainment <= 1 or isinstance(attainment, bool):
+        raise InputError(f"attainment: {attainment!r}; must be a share above 0 and at most 1 "
+                         "(0.9: 90% of requests within every SLO)")
+    if (load.trace is not None or load.closed_loop is not None or load.rate_rps is None
+            or load.tenants):
+        raise InputError("goodput: the load must be one open-loop stream at a rate (a trace, "
+                         "a closed loop or tenants of their own have no one rate to raise); "
+                         "give --rate and lengths")
+    if not any(c.ttft_s is not None or c.tpot_s is not None for c in load.classes):
+        raise InputError("goodput: no SLO to meet; give --slo-ttft and/or --slo-tpot")
+    from ..figures.metrics import met_slo
+
+    def judge(rate: float) -> tuple[bool, float]:
+        run = simulate(generate(dataclasses.replace(load, rate_rps=rate), seed,
+                                requests=requests), design)
+        share = float(met_slo(run).mean())
+        return share >= attainment, share
+
+    rate, share, tried = highest_rate(judge, high_rps, rel_tol)
+    return Goodput(rate, rate / design.gpus, attainment, share, design, tried)
+
+
+def replica_capacity(model: str, gpu: str, gpus_per_replica: int, input_tokens, output_tokens,
+                     metric: str = "ttft", percentile: float = 99.0, limit_s: float = 1.0,
+                     inclusive: bool = False, requests: int = 3000, seed: int = 0,
+                     rel_tol: float = 0.03, high_rps: float = 200.0) -> Capacity:
+    """The highest request rate one replica sustains with ``metric`` p``percentile`` below
+    ``limit_s`` (at most, with ``inclusive``), on Poisson arrivals whose (input, output) lengths
+    are drawn in pairs from the pool's requests. Raises InputError when the replica can't be
+    built (a model that does not fit)."""
+    design = Design(model=model, gpu=gpu, tp=gpus_per_replica, replicas=1)
+    pairs = PairedLengths(np.asarray(input_tokens), np.asarray(output_tokens), "pool")
+
+    def judge(rate: float) -> tuple[bool, float]:
+        load = Load(rate_rps=rate, pairs=pairs)
+        run = simulate(generate(load, seed, requests=requests), design)
+        value = _objective_value(run, metric, percentile)
+        return (value <= limit_s if inclusive else value < limit_s), value
+
+    rate, value, tried = highest_rate(judge, high_rps, rel_tol)
+    return Capacity(rate, design, value, tried)

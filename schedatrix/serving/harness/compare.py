@@ -13,7 +13,7 @@ from ..load.requests import Requests
 from ..perf.catalog import GPUS_PER_NODE
 from .acceptance import Criteria, Outcome, evaluate
 
-__all__ = ["Comparison", "compare", "compare_models", "baseline_for"]
+__all__ = ["Comparison", "compare", "compare_models", "baseline_for", "with_goodput"]
 
 
 @dataclass
@@ -24,6 +24,8 @@ class Comparison:
     outcomes: list[Outcome]
     skipped: list[tuple[str, str]] = field(default_factory=list)
     model: str = ""
+    #: DistServe's goodput per design name, when it was searched (:func:`with_goodput`)
+    goodput: dict = field(default_factory=dict)
 
     @property
     def has_slo(self) -> bool:
@@ -142,3 +144,17 @@ def compare_models(designs: list[Design], models: list[str],
         c.skipped, c.model = skipped, name
         out[name] = c
     return out
+
+
+def with_goodput(c: Comparison, load, attainment: float, requests: int = 1000, seed: int = 0,
+                 on_design: Callable[[], None] | None = None) -> Comparison:
+    """``c`` with DistServe's goodput of each of its designs on ``load`` (the highest rate at
+    which ``attainment`` of the requests meet every SLO, and per GPU): see
+    :func:`.capacity.goodput_capacity`."""
+    from .capacity import goodput_capacity
+
+    for o in c.outcomes:
+        c.goodput[o.design.name] = goodput_capacity(o.design, load, attainment, requests, seed)
+        if on_design:
+            on_design()
+    return c

@@ -17,6 +17,15 @@ from .scenario import Scenario
 __all__ = ["FIGURE_KEYS", "design_json", "comparison_json", "table", "markdown",
            "write_report", "plot_series", "plot_cost"]
 
+def _goodput_json(c: Comparison, o) -> dict:
+    g = c.goodput.get(o.design.name)
+    if g is None:
+        return {}
+    return {"goodput_distserve": {"max_rate_rps": finite(g.max_rate_rps),
+                                  "rate_per_gpu": finite(g.rate_per_gpu),
+                                  "attainment": g.attainment, "attained": finite(g.attained)}}
+
+
 def comparison_json(comparisons: dict[str, Comparison], scenario: Scenario) -> dict:
     """The whole answer: the first comparison's designs, its summary, and (with several
     models) the cheapest design per model."""
@@ -30,7 +39,7 @@ def comparison_json(comparisons: dict[str, Comparison], scenario: Scenario) -> d
         "seed": scenario.seed,
         "criteria": {"attainment": scenario.criteria.attainment,
                      "spare": scenario.criteria.spare, "kv_spare": scenario.criteria.kv_spare},
-        "designs": [design_json(o) for o in main.outcomes],
+        "designs": [{**design_json(o), **_goodput_json(main, o)} for o in main.outcomes],
         "skipped": [{"name": n, "reason": r} for n, r in main.skipped],
         "cheapest": main.cheapest.design.name if main.cheapest else None,
         "no_distributed_design_needed": main.no_distributed_needed,
@@ -59,18 +68,24 @@ def table(c: Comparison) -> str:
     """A plain-text table: latency first, then goodput, attainment, KV use, cost, verdict."""
     head = ("design", "GPUs", "TTFT p50/p95 ms", "ITL p50/p95 ms", "TPOT p95 ms",
             "queue p95 ms", "goodput/s", "in SLO", "KV peak", "$/M tok", "verdict")
+    if c.goodput:
+        attain = next(iter(c.goodput.values())).attainment
+        head = head[:7] + (f"max rps @{attain:.0%}", "per GPU") + head[7:]
     rows = [head]
     for o in c.outcomes:
         m = o.mean
         verdict = {True: "PASS", False: "FAIL", None: "-"}[o.passed]
         if o.passed and o.room_to_spare:
             verdict = "PASS+"
-        rows.append((o.design.name, str(o.design.gpus),
-                     f"{_ms(m('ttft_p50'))} / {_ms(m('ttft_p95'))}",
-                     f"{_ms(m('itl_p50'))} / {_ms(m('itl_p95'))}", _ms(m("tpot_p95")),
-                     _ms(m("queue_p95")), f"{m('goodput_rps'):.2f}",
-                     f"{m('slo_attainment'):.1%}", f"{interval(o.kv_peak_share)[0]:.0%}",
-                     f"{interval(o.cost_per_mtok())[0]:.3f}", verdict))
+        cells = (o.design.name, str(o.design.gpus),
+                 f"{_ms(m('ttft_p50'))} / {_ms(m('ttft_p95'))}",
+                 f"{_ms(m('itl_p50'))} / {_ms(m('itl_p95'))}", _ms(m("tpot_p95")),
+                 _ms(m("queue_p95")), f"{m('goodput_rps'):.2f}")
+        if c.goodput:
+            g = c.goodput.get(o.design.name)
+            cells += (f"{g.max_rate_rps:.3g}", f"{g.rate_per_gpu:.3g}") if g else ("-", "-")
+        rows.append(cells + (f"{m('slo_attainment'):.1%}", f"{interval(o.kv_peak_share)[0]:.0%}",
+                             f"{interval(o.cost_per_mtok())[0]:.3f}", verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(r, widths, strict=True)))

@@ -16,8 +16,12 @@ one dict of :class:`~schedatrix.serving.perf.kernels.Efficiency` fields per cata
   attention shares.
 - Across nodes: the H100 DGX's cross-node send (36 GB/s at 64 MB, beyond HDR, so NDR at
   50 GB/s) gives ``inter_node_latency_s`` and ``inter_node_share`` for every GPU.
+- Collective floors: the median profiled time of all-reduces of at most
+  ``SMALL_MESSAGE_BYTES`` per group size (2, 4, 8 GPUs of a DGX node), and of sends of at most
+  that size, per GPU: the latency end of each table, below which no collective goes.
 - L4: no data; it takes the A100's factors (the nearest profiled generation) and says so.
-- ``cpu_step_s`` is 0 everywhere: no profile measures the host's scheduling time.
+- The host's time per scheduler iteration is not here: no profile measures it
+  (:mod:`schedatrix.serving.perf.host`).
 
 :mod:`schedatrix.serving.perf.profile_errors` compares the fitted model with every profiled sample.
 """
@@ -40,7 +44,11 @@ from .kernels import (
 )
 from .profiles import Profiles, layer_elementwise, select
 
-__all__ = ["fit_coefficients"]
+__all__ = ["fit_coefficients", "SMALL_MESSAGE_BYTES"]
+
+#: Collectives of at most this many bytes give the floors (the flat, latency-bound end of the
+#: profiled tables: a decode batch's activations are 8 KiB to 1 MiB).
+SMALL_MESSAGE_BYTES = 64 * 1024
 
 def _weights(groups: list[np.ndarray], x: np.ndarray) -> np.ndarray:
     """Weight of each sample: half the log-distance between its neighbours' ``x`` in its group."""
@@ -73,8 +81,7 @@ def _efficiency(**values) -> Efficiency:
                 prefill_attention_flops_share=0.5, decode_attention_hbm_share=0.9,
                 allreduce_latency_s=3e-5, allreduce_link_share=0.6, send_latency_s=1e-5,
                 send_link_share=0.8, inter_node_latency_s=2e-5, inter_node_share=0.7,
-                cpu_step_s=0.0, profile_floor_s=5e-6,
-                source="")
+                allreduce_floor_s=(), send_floor_s=0.0, profile_floor_s=5e-6, source="")
     base.update(values)
     return Efficiency(**base)
 
@@ -131,6 +138,16 @@ def _fit_link(s: dict, gpu, kind: str) -> tuple[float, float]:
     return float(x[0]), float(x[1])
 
 
+def _floors(all_reduce: dict, send: dict) -> tuple[tuple, float]:
+    """The collectives' floors: per group size, the median time of the small messages."""
+    small = all_reduce["nbytes"] <= SMALL_MESSAGE_BYTES
+    floors = tuple((int(p), float(np.median(all_reduce["measured_s"][small & (all_reduce["p"]
+                                                                            == p)])))
+                   for p in np.unique(all_reduce["p"][small]))
+    send_floor = float(np.median(send["measured_s"][send["nbytes"] <= SMALL_MESSAGE_BYTES]))
+    return floors, send_floor
+
+
 def _fit_vidur_gpu(profiles: Profiles, name: str) -> dict:
     gpu = GPUS[name]
     values = _fit_matmul(select(profiles.matmul, gpu=name), gpu)
@@ -144,6 +161,7 @@ def _fit_vidur_gpu(profiles: Profiles, name: str) -> dict:
         select(ar, same_node=True), gpu, "all_reduce")
     sr = select(net, kind="send_recv", same_node=True)
     values["send_latency_s"], values["send_link_share"] = _fit_link(sr, gpu, "send_recv")
+    values["allreduce_floor_s"], values["send_floor_s"] = _floors(select(ar, same_node=True), sr)
     return values
 
 
@@ -187,15 +205,14 @@ def fit_coefficients(profiles: Profiles) -> dict[str, dict]:
     h100 = _fit_vidur_gpu(profiles, "h100-80gb")
     h200 = _fit_matmul(select(profiles.matmul, gpu="h200"), GPUS["h200"])
     for key in ("kernel_launch_s", "elementwise_hbm_share", "embedding_hbm_share",
-                "allreduce_latency_s",
-                "allreduce_link_share", "send_latency_s", "send_link_share"):
+                "allreduce_latency_s", "allreduce_link_share", "send_latency_s",
+                "send_link_share", "allreduce_floor_s", "send_floor_s"):
         h200[key] = h100[key]
     prefill, decode = _fit_attention(profiles.attention, GPUS["h200"], h200)
     inter_latency, inter_share = _fit_inter_node(profiles)
     for values in (a100, h100, h200):
         values.update(prefill_attention_flops_share=prefill, decode_attention_hbm_share=decode,
-                      inter_node_latency_s=inter_latency, inter_node_share=inter_share,
-                      cpu_step_s=0.0)
+                      inter_node_latency_s=inter_latency, inter_node_share=inter_share)
     a100["source"] = ("Vidur A100 DGX profiles (matmuls, elementwise, collectives); attention "
                       "shares from the H200 measurement; inter-node share from the H100 DGX")
     h100["source"] = ("Vidur H100 DGX profiles (matmuls, elementwise, collectives); attention "
@@ -205,5 +222,5 @@ def fit_coefficients(profiles: Profiles) -> dict[str, dict]:
                       "H100 (Vidur)")
     l4 = dict(a100, source="uncalibrated: no L4 data; every factor is the A100's")
     out = {"a100-80gb": a100, "h100-80gb": h100, "h200": h200, "l4": l4}
-    return {name: {k: (float(v) if not isinstance(v, str) else v) for k, v in d.items()}
+    return {name: {k: (v if isinstance(v, str | tuple) else float(v)) for k, v in d.items()}
             for name, d in out.items()}

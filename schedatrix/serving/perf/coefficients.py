@@ -22,11 +22,12 @@ COEFFICIENTS = {
         'allreduce_link_share': 0.47933,
         'send_latency_s': 1.1924e-05,
         'send_link_share': 0.89218,
+        'allreduce_floor_s': ((2, 4.6e-05), (4, 2.05e-05), (8, 3.25e-05)),
+        'send_floor_s': 1.35e-05,
         'prefill_attention_flops_share': 0.49611,
         'decode_attention_hbm_share': 0.92679,
         'inter_node_latency_s': 1.8255e-05,
         'inter_node_share': 0.69655,
-        'cpu_step_s': 0.0,
         'source': (
             'Vidur A100 DGX profiles (matmuls, elementwise, collectives); attention shares '
             'from the H200 measurement; inter-node share from the H100 DGX'
@@ -44,11 +45,12 @@ COEFFICIENTS = {
         'allreduce_link_share': 0.7148,
         'send_latency_s': 6.588e-06,
         'send_link_share': 0.74201,
+        'allreduce_floor_s': ((2, 2.1e-05), (4, 3.8e-05), (8, 3.1e-05)),
+        'send_floor_s': 7.5e-06,
         'prefill_attention_flops_share': 0.49611,
         'decode_attention_hbm_share': 0.92679,
         'inter_node_latency_s': 1.8255e-05,
         'inter_node_share': 0.69655,
-        'cpu_step_s': 0.0,
         'source': (
             'Vidur H100 DGX profiles (matmuls, elementwise, collectives); attention shares '
             'from the H200 measurement; inter-node share from the H100 DGX'
@@ -66,11 +68,12 @@ COEFFICIENTS = {
         'allreduce_link_share': 0.7148,
         'send_latency_s': 6.588e-06,
         'send_link_share': 0.74201,
+        'allreduce_floor_s': ((2, 2.1e-05), (4, 3.8e-05), (8, 3.1e-05)),
+        'send_floor_s': 7.5e-06,
         'prefill_attention_flops_share': 0.49611,
         'decode_attention_hbm_share': 0.92679,
         'inter_node_latency_s': 1.8255e-05,
         'inter_node_share': 0.69655,
-        'cpu_step_s': 0.0,
         'source': (
             'H200 measurement (matmuls, attention; eager timings, host dispatch in '
             'profile_floor_s); kernel launch, elementwise and collectives from the H100 '
@@ -89,11 +92,12 @@ COEFFICIENTS = {
         'allreduce_link_share': 0.47933,
         'send_latency_s': 1.1924e-05,
         'send_link_share': 0.89218,
+        'allreduce_floor_s': ((2, 4.6e-05), (4, 2.05e-05), (8, 3.25e-05)),
+        'send_floor_s': 1.35e-05,
         'prefill_attention_flops_share': 0.49611,
         'decode_attention_hbm_share': 0.92679,
         'inter_node_latency_s': 1.8255e-05,
         'inter_node_share': 0.69655,
-        'cpu_step_s': 0.0,
         'source': (
             "uncalibrated: no L4 data; every factor is the A100's"
         ),

@@ -14,20 +14,28 @@ Every function takes an :class:`Efficiency` (the fitted factors of one GPU type)
   the same way as a matmul; decode ``KV bytes / (HBM x decode_attention_hbm_share)`` (linear in
   the bytes: the fast simulator relies on it).
 - collectives: ring all-reduce ``latency + 2 (p - 1) / p x bytes / (one-way link x
-  allreduce_link_share)``; all-gather half of that traffic; point-to-point send ``latency +
-  bytes / (link x share)``.
+  allreduce_link_share)``; launched eagerly (as the profiles timed it), never below the
+  profiled small-message time of ``p`` GPUs (``allreduce_floor_s``: what a collective costs
+  however little it carries); all-gather half of that traffic; point-to-point send
+  ``latency + bytes / (link x share)``, never below ``send_floor_s``.
+- without CUDA graphs (or for a batch larger than the graphs captured), every kernel is
+  launched by the host one at a time, so none takes less than the host's dispatch of one
+  operator: a kernel's time is ``max(its time, dispatch)`` (:func:`eager`, the dispatch from
+  :mod:`.host`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+import numpy as np
+
 from ...errors import InputError
 from .catalog import GPU
 
 __all__ = ["Efficiency", "efficiency", "matmul_s", "elementwise_s", "embedding_s",
            "prefill_attention_s", "prefill_attention_rates", "decode_attention_s",
-           "allreduce_s", "allgather_s", "send_s"]
+           "allreduce_s", "allgather_s", "send_s", "collective_floor_s", "eager"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +57,10 @@ class Efficiency:
     send_latency_s, send_link_share : the same for a point-to-point send inside a node
     inter_node_latency_s, inter_node_share : fixed time and share of the InfiniBand rate of a
         send across nodes
-    cpu_step_s : host time per scheduler iteration not hidden behind the GPU (scheduling,
-        input preparation, sampling bookkeeping); not measured by any profile here
+    allreduce_floor_s : ``((p, seconds), ...)``: the median profiled time of an all-reduce of
+        at most 64 KiB over ``p`` GPUs of one node, the least a collective costs (launch,
+        synchronisation, NVLink latency)
+    send_floor_s : the same for a send between two GPUs of a node
     profile_floor_s : the fixed time per operator in the profile the factors were fitted to
         (used only to compare with that profile; equals kernel_launch_s for vidur's profiles,
         and holds host dispatch for the H200's eager timings)
@@ -71,13 +81,17 @@ class Efficiency:
     send_link_share: float
     inter_node_latency_s: float
     inter_node_share: float
-    cpu_step_s: float
+    allreduce_floor_s: tuple
+    send_floor_s: float
     profile_floor_s: float
     source: str
 
     @classmethod
     def from_dict(cls, values: dict) -> Efficiency:
-        return cls(**{f.name: values[f.name] for f in fields(cls)})
+        out = {f.name: values[f.name] for f in fields(cls)}
+        out["allreduce_floor_s"] = tuple((int(p), float(t)) for p, t in
+                                         dict(out["allreduce_floor_s"]).items())
+        return cls(**out)
 
 
 def efficiency(gpu_name: str) -> Efficiency:
@@ -135,23 +149,49 @@ def decode_attention_s(eff: Efficiency, gpu: GPU, kv_bytes):
     return kv_bytes / (gpu.hbm_gb_s * 1e9 * eff.decode_attention_hbm_share)
 
 
-def allreduce_s(eff: Efficiency, gpu: GPU, nbytes, p):
-    """Seconds of a ring all-reduce of ``nbytes`` over ``p`` GPUs of one node (0 when p == 1)."""
+def collective_floor_s(eff: Efficiency, p):
+    """The least an all-reduce over ``p`` GPUs costs (a number or an array of group sizes): the
+    profiled floor of the smallest profiled group of at least ``p`` GPUs (the largest profiled
+    one beyond it); 0 when p == 1 or nothing is profiled."""
+    floors = sorted(eff.allreduce_floor_s)
+    if not floors:
+        return 0.0 * np.asarray(p, dtype=float)
+    sizes = np.array([q for q, _ in floors])
+    times = np.array([t for _, t in floors])
+    at = np.minimum(np.searchsorted(sizes, p), len(sizes) - 1)
+    return np.where(np.asarray(p) > 1, times[at], 0.0)
+
+
+def allreduce_s(eff: Efficiency, gpu: GPU, nbytes, p, floored=True):
+    """Seconds of a ring all-reduce of ``nbytes`` over ``p`` GPUs of one node (0 when p == 1):
+    the ring's latency plus its traffic, never below the profiled floor of ``p`` GPUs where
+    ``floored`` (a bool or an array: the collective is launched eagerly from the host, as the
+    profiles timed it; inside a CUDA graph the host's part of that floor is gone)."""
     wire = 2.0 * (p - 1) / p * nbytes
-    return (p > 1) * (eff.allreduce_latency_s
-                      + wire / (gpu.link_one_way_gb_s * 1e9 * eff.allreduce_link_share))
+    ring = eff.allreduce_latency_s + wire / (gpu.link_one_way_gb_s * 1e9
+                                             * eff.allreduce_link_share)
+    return (p > 1) * np.where(floored, np.maximum(ring, collective_floor_s(eff, p)), ring)
 
 
-def allgather_s(eff: Efficiency, gpu: GPU, nbytes, p):
-    """Seconds of a ring all-gather whose result is ``nbytes`` (half an all-reduce's traffic)."""
+def allgather_s(eff: Efficiency, gpu: GPU, nbytes, p, floored=True):
+    """Seconds of a ring all-gather whose result is ``nbytes`` (half an all-reduce's traffic),
+    never below the all-reduce floor of ``p`` GPUs where ``floored``."""
     wire = (p - 1) / p * nbytes
-    return (p > 1) * (eff.allreduce_latency_s
-                      + wire / (gpu.link_one_way_gb_s * 1e9 * eff.allreduce_link_share))
+    ring = eff.allreduce_latency_s + wire / (gpu.link_one_way_gb_s * 1e9
+                                             * eff.allreduce_link_share)
+    return (p > 1) * np.where(floored, np.maximum(ring, collective_floor_s(eff, p)), ring)
 
 
 def send_s(eff: Efficiency, gpu: GPU, nbytes, inter_node_gb_s=None):
-    """Seconds to send ``nbytes`` from one GPU to another: over the in-node link, or across nodes
-    at ``inter_node_gb_s`` (one way, per GPU) when given."""
+    """Seconds to send ``nbytes`` from one GPU to another: over the in-node link (never below
+    ``send_floor_s``), or across nodes at ``inter_node_gb_s`` (one way, per GPU) when given."""
     if inter_node_gb_s is None:
-        return eff.send_latency_s + nbytes / (gpu.link_one_way_gb_s * 1e9 * eff.send_link_share)
+        link = eff.send_latency_s + nbytes / (gpu.link_one_way_gb_s * 1e9 * eff.send_link_share)
+        return np.maximum(link, eff.send_floor_s)
     return eff.inter_node_latency_s + nbytes / (inter_node_gb_s * 1e9 * eff.inter_node_share)
+
+
+def eager(seconds, launched_eagerly, dispatch_s):
+    """A kernel's ``seconds`` where ``launched_eagerly`` (a bool, or an array of them) holds:
+    never below the host's dispatch of one operator, ``dispatch_s``."""
+    return np.where(launched_eagerly, np.maximum(seconds, dispatch_s), seconds)

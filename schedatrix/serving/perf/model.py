@@ -27,11 +27,13 @@ import numpy as np
 
 from ...errors import InputError
 from .catalog import BYTES_PER_PARAM, GPU, GPUS_PER_NODE, ModelShape, gpu, inter_node_gb_s, model
+from .host import HostCosts, host_costs
 from .kernels import (
     Efficiency,
     allgather_s,
     allreduce_s,
     decode_attention_s,
+    eager,
     efficiency,
     elementwise_s,
     embedding_s,
@@ -42,7 +44,7 @@ from .kernels import (
 from .shard import LayerShard
 
 __all__ = ["PerformanceModel", "PerfModel", "FixedCostModel", "GPU_MEMORY_UTILIZATION",
-           "ACTIVATION_RESERVE_GB", "SAMPLER_BYTES_PER_LOGIT"]
+           "ACTIVATION_RESERVE_GB", "SAMPLER_BYTES_PER_LOGIT", "CUDA_GRAPH_MAX_TOKENS"]
 
 #: Share of GPU memory the engine may use (vLLM's ``gpu_memory_utilization`` default).
 GPU_MEMORY_UTILIZATION = 0.90
@@ -52,6 +54,10 @@ GPU_MEMORY_UTILIZATION = 0.90
 ACTIVATION_RESERVE_GB = 2.0
 #: Bytes moved per logit by sampling: FP32 logits written, then read by softmax and sampling.
 SAMPLER_BYTES_PER_LOGIT = 8
+#: The largest batch (tokens) vLLM captures CUDA graphs for: its default
+#: ``max_cudagraph_capture_size`` of 512 (vLLM 0.11, V1 engine; the capture sizes are 1, 2, 4,
+#: then every 8 up to 512, a batch padded up to the next). Larger batches run eagerly.
+CUDA_GRAPH_MAX_TOKENS = 512
 
 
 @runtime_checkable
@@ -63,7 +69,7 @@ class PerformanceModel(Protocol):
 
     def decode_line(self, n_decode: int) -> tuple[float, float]: ...
 
-    def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float: ...
+    def kv_transfer_s(self, tokens: int, same_node: bool = True, to=None) -> float: ...
 
     def kv_capacity_tokens(self, usable_share: float = GPU_MEMORY_UTILIZATION) -> int: ...
 
@@ -94,13 +100,24 @@ class PerfModel:
     inter_node : the link between nodes, ``ib-hdr`` (25 GB/s a GPU) or ``ib-ndr`` (50 GB/s)
     efficiency : the factors (default: the fitted ones of ``gpu``)
     activation_reserve_gb : GB per GPU kept outside weights and KV cache
+    cuda_graphs : True (vLLM's default): iterations of at most ``CUDA_GRAPH_MAX_TOKENS`` tokens
+        replay a captured CUDA graph, so each kernel costs its GPU time; larger ones, and every
+        iteration when False (vLLM's ``enforce_eager``), launch each kernel from the host, so
+        none takes less than the host's dispatch of one operator (:mod:`.host`)
+    host_s : seconds of host time per iteration (None: vLLM's, :mod:`.host`)
+    host : the host's costs in full (a :class:`~.host.HostCosts`; overrides ``host_s``)
 
     Raises InputError when the shape is not allowed or the model does not fit.
     """
 
     def __init__(self, model: str | ModelShape, gpu: str | GPU, tp: int = 1, pp: int = 1,
                  inter_node: str = "ib-ndr", efficiency: Efficiency | None = None,
-                 activation_reserve_gb: float = ACTIVATION_RESERVE_GB):
+                 activation_reserve_gb: float = ACTIVATION_RESERVE_GB, cuda_graphs: bool = True,
+                 host_s: float | None = None, host: HostCosts | None = None):
+        if not isinstance(cuda_graphs, bool):
+            raise InputError(f"cuda_graphs: {cuda_graphs!r}; must be true or false")
+        self.cuda_graphs = cuda_graphs
+        self.host = host_costs(host_s) if host is None else host
         self.model = _model_of(model)
         self.gpu = _gpu_of(gpu)
         self.tp, self.pp = _check_parallelism(self.model, tp, pp)
@@ -129,7 +146,7 @@ class PerfModel:
 
     def __repr__(self) -> str:
         return (f"PerfModel({self.model.name!r}, {self.gpu.name!r}, tp={self.tp}, pp={self.pp}, "
-                f"inter_node={self.inter_node!r})")
+                f"inter_node={self.inter_node!r}, cuda_graphs={self.cuda_graphs})")
 
     # -- the interface -------------------------------------------------------------------
     def iteration_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
@@ -163,13 +180,13 @@ class PerfModel:
         tokens = sum(c[0] for c in chunks) + n_decode
         if tokens == 0:
             return 0.0
-        layer, first, last, in_node, cross, _ = self._parts(tokens, len(chunks) + n_decode)
+        layer, first, last, in_node, cross, host = self._parts(tokens, len(chunks) + n_decode)
         attention = self._decode_per_token_s * decode_context_tokens
         if chunks:
             attention += self._prefill_attention_s(chunks)
         send = cross if self.cross_node_sends else in_node
         return float((layer + attention / self.model.layers) * self.layers_per_stage
-                     + max(first, last) + send + self.eff.cpu_step_s)
+                     + max(first, last) + send + host)
 
     def decode_line(self, n_decode: int) -> tuple[float, float]:
         """``(a, b)`` with ``iteration_s((), n_decode, S) == a + b * S`` for every S >= 0:
@@ -180,16 +197,22 @@ class PerfModel:
                              "request")
         return self._token_s(n_decode) + self._seq_s(n_decode), self._decode_per_token_s
 
-    def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float:
-        """Seconds to move ``tokens`` tokens of KV cache to a replica of the same shape: each of
-        the ``tp x pp`` GPUs sends its shard at once, over the in-node link or, across nodes,
-        over InfiniBand."""
+    def kv_transfer_s(self, tokens: int, same_node: bool = True,
+                      to: PerfModel | None = None) -> float:
+        """Seconds to move ``tokens`` tokens of KV cache to another replica, of the same shape
+        or (``to``) of its own: the GPUs of both sides move their shards at once, so the side
+        whose GPUs each hold more of it sets the time (a prefill side of TP2 sending to a decode
+        side of TP4 moves half the cache through each sending GPU), over the in-node link or,
+        across nodes (always, between two kinds of GPU), over InfiniBand."""
         if tokens < 0:
             raise InputError(f"tokens: {tokens}; must be >= 0")
         if tokens == 0:
             return 0.0
-        nbytes = tokens * self.kv_bytes_per_token_per_gpu
-        return float(send_s(self.eff, self.gpu, nbytes,
+        per_gpu = self.kv_bytes_per_token_per_gpu
+        if to is not None:
+            per_gpu = max(per_gpu, to.kv_bytes_per_token_per_gpu)
+            same_node = same_node and to.gpu.name == self.gpu.name
+        return float(send_s(self.eff, self.gpu, tokens * per_gpu,
                             None if same_node else self.inter_node_gb_s))
 
     def cross_node_send_s(self, tokens: int) -> float:
@@ -265,49 +288,65 @@ class PerfModel:
         return table[seqs]
 
     def _split_parts(self, tokens, seqs):
-        """(token part, sequence part) of an iteration's time, elementwise over arrays; their
-        sum is ``_parts_uncached(tokens, seqs)[-1]`` (the same terms, grouped)."""
-        e, g, m, sh, tp = self.eff, self.gpu, self.model, self.shard, self.tp
-        act = tokens * m.hidden * BYTES_PER_PARAM
-        layer = sum(matmul_s(e, g, tokens, k, n) for k, n in sh.matmuls.values())
-        layer = layer + sum(elementwise_s(e, g, tokens * b)
-                            for b in sh.elementwise_bytes_per_token.values())
-        layer = layer + elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token)
-        layer = layer + e.kernel_launch_s + 2 * allreduce_s(e, g, act, tp)
-        first = embedding_s(e, g, 2 * act) + allreduce_s(e, g, act, tp)
-        norm = elementwise_s(e, g, 2 * act)
-        sends = 2 * act
-        in_node, cross = send_s(e, g, sends), send_s(e, g, sends, self.inter_node_gb_s)
-        token_part = (m.layers * layer + first + norm + self.in_node_sends * in_node
-                      + self.cross_node_sends * cross + e.cpu_step_s)
-        seq_part = (matmul_s(e, g, seqs, m.hidden, m.vocab // tp)
-                    + allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp)
-                    + elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT))
-        return np.asarray(token_part, dtype=float), np.asarray(seq_part, dtype=float)
+        """(token part, sequence part) of an iteration's time, elementwise over arrays: what
+        depends on the iteration's token count alone, and what on its sequences alone (the LM
+        head, the logits, sampling, the host's per-sequence work)."""
+        layer, first, last_tok, last_seq, in_node, cross, host_tok, host_seq = \
+            self._terms(tokens, seqs)
+        token_part = (self.model.layers * layer + first + last_tok + self.in_node_sends * in_node
+                      + self.cross_node_sends * cross + host_tok)
+        return (np.asarray(token_part, dtype=float),
+                np.asarray(last_seq + host_seq, dtype=float))
 
-    def _parts_uncached(self, tokens: int, seqs: int) -> tuple[float, ...]:
-        """Seconds of everything but attention's work, which depends on the token count and the
-        number of sequences only: (one layer, the first stage's extra (embedding), the last
-        stage's (final norm, LM head, logits, sampling), a send in a node, a send across nodes,
-        the whole iteration)."""
+    def _terms(self, tokens, seqs):
+        """Every term but attention's work, elementwise over arrays of token and sequence
+        counts: one layer (four matmuls, five elementwise kernels, the KV-cache write, the
+        attention kernel's fixed time, two all-reduces), the first stage's extra (the
+        vocab-parallel embedding and its all-reduce), the last stage's (the final norm; the LM
+        head, the logits' gather and sampling), a send between stages in a node and across
+        nodes, the host's time (fixed, per sequence). Kernels of an iteration the CUDA graphs
+        do not cover take at least the host's dispatch each (kernels.eager)."""
         e, g, m, sh, tp = self.eff, self.gpu, self.model, self.shard, self.tp
+        tokens, seqs = np.asarray(tokens, dtype=float), np.asarray(seqs, dtype=float)
+        by_tokens = self.launched_eagerly(tokens)
+        by_seqs = self.launched_eagerly(seqs)
+
+        dispatch = self.host.dispatch_s
+
+        def k(seconds, eagerly=by_tokens):   # one kernel
+            return eager(seconds, eagerly, dispatch)
+
         act = tokens * m.hidden * BYTES_PER_PARAM  # one activation tensor
-        layer = sum(matmul_s(e, g, tokens, k, n) for k, n in sh.matmuls.values())
-        layer += sum(elementwise_s(e, g, tokens * b)
-                     for b in sh.elementwise_bytes_per_token.values())
-        layer += elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token)  # KV-cache write
-        layer += e.kernel_launch_s  # the attention kernel's fixed time
-        layer += 2 * allreduce_s(e, g, act, tp)
-        first = embedding_s(e, g, 2 * act) + allreduce_s(e, g, act, tp)  # vocab-parallel
-        last = elementwise_s(e, g, 2 * act)  # final norm
-        last += matmul_s(e, g, seqs, m.hidden, m.vocab // tp)  # LM head
-        last += allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp)
-        last += elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT)
+        layer = sum(k(matmul_s(e, g, tokens, kk, n)) for kk, n in sh.matmuls.values())
+        layer = layer + sum(k(elementwise_s(e, g, tokens * b))
+                            for b in sh.elementwise_bytes_per_token.values())
+        layer = layer + k(elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token))  # KV write
+        layer = layer + k(e.kernel_launch_s + 0 * tokens)  # the attention kernel's fixed time
+        layer = layer + 2 * allreduce_s(e, g, act, tp, by_tokens)
+        first = k(embedding_s(e, g, 2 * act)) + allreduce_s(e, g, act, tp, by_tokens)
+        last_tok = k(elementwise_s(e, g, 2 * act))  # final norm
+        last_seq = (k(matmul_s(e, g, seqs, m.hidden, m.vocab // tp), by_seqs)  # LM head
+                    + allgather_s(e, g, seqs * m.vocab * BYTES_PER_PARAM, tp, by_seqs)
+                    + k(elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT), by_seqs))
         sends = 2 * act  # hidden states and residual
         in_node, cross = send_s(e, g, sends), send_s(e, g, sends, self.inter_node_gb_s)
-        total = (m.layers * layer + first + last + self.in_node_sends * in_node
-                 + self.cross_node_sends * cross + e.cpu_step_s)
-        return float(layer), float(first), float(last), float(in_node), float(cross), float(total)
+        host_tok = self.host.step_s + 0 * tokens
+        host_seq = self.host.per_seq_s * seqs
+        return layer, first, last_tok, last_seq, in_node, cross, host_tok, host_seq
+
+    def launched_eagerly(self, tokens):
+        """Whether an iteration of ``tokens`` tokens (a number or an array) launches its kernels
+        from the host: always without CUDA graphs, else beyond the largest captured batch."""
+        return np.logical_or(not self.cuda_graphs, np.asarray(tokens) > CUDA_GRAPH_MAX_TOKENS)
+
+    def _parts_uncached(self, tokens: int, seqs: int) -> tuple[float, ...]:
+        """Seconds of everything but attention's work, for one (tokens, seqs): (one layer, the
+        first stage's extra, the last stage's, a send in a node, a send across nodes, the
+        host's time)."""
+        layer, first, last_tok, last_seq, in_node, cross, host_tok, host_seq = \
+            self._terms(tokens, seqs)
+        return (float(layer), float(first), float(last_tok + last_seq), float(in_node),
+                float(cross), float(host_tok + host_seq))
 
     def _prefill_attention_s(self, chunks: list) -> float:
         """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic)."""
@@ -360,7 +399,7 @@ class FixedCostModel:
                              "request")
         return self.step_s + self.decode_token_s * n_decode, self.context_token_s
 
-    def kv_transfer_s(self, tokens: int, same_node: bool = True) -> float:
+    def kv_transfer_s(self, tokens: int, same_node: bool = True, to=None) -> float:
         if tokens < 0:
             raise InputError(f"tokens: {tokens}; must be >= 0")
         return self.transfer_token_s * tokens

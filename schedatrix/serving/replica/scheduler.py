@@ -17,6 +17,9 @@ class SchedulerBase:
         self.replica = replica
         self.role = role
         self.kv_blocks = kv_blocks
+        self.perf = sim.perfs[role]                 # this side's performance model
+        self.lines = sim.lines[role]                # its decode lines, by batch size
+        self.kv_tok_bytes = getattr(self.perf, "kv_bytes_per_token_per_gpu", 0)
         self.version = 0
         self.peak = 0.0
         self.hits_before = 0

@@ -426,7 +426,7 @@ class FastEngine(SchedulerBase):
 
     def swap_s(self, tokens: int) -> float:
         sim = self.sim
-        return tokens * sim.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9) if tokens else 0.0
+        return tokens * self.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9) if tokens else 0.0
 
     def launch(self, t: float, chunks: list, new_dec: list, swap_in: int = 0) -> None:
         """Start one iteration of the prefill chunks and every decoder."""
@@ -440,7 +440,7 @@ class FastEngine(SchedulerBase):
             return
         ctx = self.dec_base + n * (self.G + 1)
         pre = [(c, sim.computed[i]) for i, c in chunks]
-        d = sim.perf.iteration_s(pre, n, ctx)
+        d = self.perf.iteration_s(pre, n, ctx)
         if sim.link:
             d += sim.iteration_extra(self.replica, t, sum(c for _, c in chunks) + n)
         if swap_in or self.swap_out:
@@ -459,9 +459,9 @@ class FastEngine(SchedulerBase):
         many as the KV room allows)."""
         k = horizon
         sim = self.sim
-        line = sim.lines.get(n)
+        line = self.lines.get(n)
         if line is None:
-            line = sim.lines[n] = sim.perf.decode_line(n)
+            line = self.lines[n] = self.perf.decode_line(n)
         a, b = line
         if sim.link:
             a += sim.iteration_extra(self.replica, t, n)

@@ -83,13 +83,19 @@ class _RequestView:
 
 class Cluster:
     """One run: ``engine_cls`` is the scheduler (fast or reference); ``router``, when given,
-    replaces the policy's router by name (any object with ``choose(request, replicas, t)``)."""
+    replaces the policy's router by name (any object with ``choose(request, replicas, t)``).
+    ``perf`` is the performance model of every replica, or a mapping from a replica's role
+    (``mixed``, ``prefill``, ``decode``) to its own (a split whose two sides differ)."""
 
     def __init__(self, requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
                  policy: Policy | None, engine_cls, implementation: str, router=None):
         policy = policy or Policy()
-        self.req, self.perf, self.cfg, self.layout, self.policy = (requests, perf, cfg,
-                                                                   layout, policy)
+        self.perfs = (dict(perf) if isinstance(perf, dict)
+                      else {role: perf for role in ("mixed", "prefill", "decode")})
+        self.entry_role = "prefill" if layout.split else "mixed"
+        perf = self.perf = self.perfs[self.entry_role]   # the side requests enter
+        self.lines: dict[str, dict] = {role: {} for role in self.perfs}
+        self.req, self.cfg, self.layout, self.policy = requests, cfg, layout, policy
         self.implementation = implementation
         n = self.n = len(requests)
         # per request: what the schedulers read most in lists (read fastest), the rest in
@@ -129,12 +135,10 @@ class Cluster:
         self.retried = 0
         self.link_free = [0.0] * len(layout.replicas)
         self.link_busy = 0.0
-        self.lines: dict[int, tuple[float, float]] = {}
         self.engines = [[engine_cls(self, r, plan.role, plan.kv_blocks)
                          for _ in range(plan.engines)]
                         for r, plan in enumerate(layout.replicas)]
         self.views = [_View(r, es) for r, es in enumerate(self.engines)]
-        self.entry_role = "prefill" if layout.split else "mixed"
         self.members = {role: layout.of_role(role) for role in ("mixed", "prefill", "decode")}
         room = min(layout.replicas[r].kv_blocks for r in self.members[self.entry_role])
         if layout.split:
@@ -158,9 +162,9 @@ class Cluster:
         self.notice_at = [0.0] * nr
         self.epoch = [0] * nr            # crashes so far: a KV move from an older epoch is lost
         self.link: dict[int, tuple[float, float | None]] = {}   # node -> (until, slowdown)
-        self.load_s = getattr(perf, "weights_bytes_per_gpu", 0.0) / (
-            policy.resilience.weight_load_gb_s * 1e9)
-        self.kv_tok_bytes = getattr(perf, "kv_bytes_per_token_per_gpu", 0)
+        # seconds a replica takes to load its weights back after a restart (its side's GPUs)
+        self.load_s = [getattr(self.perfs[plan.role], "weights_bytes_per_gpu", 0.0)
+                       / (policy.resilience.weight_load_gb_s * 1e9) for plan in layout.replicas]
         self.faults = check_faults(policy.faults, layout)
         self.fault_log: list[dict] = []
         self.closed = requests.closed_loop
@@ -350,7 +354,8 @@ class Cluster:
         tokens = self.computed[i]
         same = self.layout.same_node(src, d)
         start = max(t, self.link_free[src])
-        dur = self.perf.kv_transfer_s(tokens, same)
+        dur = self.perf.kv_transfer_s(tokens, same) if self.perfs["decode"] is self.perf else \
+            self.perf.kv_transfer_s(tokens, same, to=self.perfs["decode"])
         if not same:
             start, dur = self.over_links(src, d, start, dur)
         self.link_free[src] = start + dur
@@ -410,7 +415,8 @@ class Cluster:
             if slow is None:
                 extra = max(extra, until - t)
             else:
-                cross = getattr(self.perf, "cross_node_send_s", None)
+                cross = getattr(self.perfs[self.layout.replicas[replica].role],
+                                "cross_node_send_s", None)
                 extra = max(extra, (slow - 1) * cross(tokens) if cross else 0.0)
         return extra
 
@@ -487,7 +493,7 @@ class Cluster:
         for i in lost:
             self.lost(i, t, r)
         self.push(self.notice_at[r], FAULT, ("notice", r, self.epoch[r]))
-        back = t + down_s + self.load_s
+        back = t + down_s + self.load_s[r]
         self.push(back, FAULT, ("back", r))
         return back
 
@@ -505,7 +511,7 @@ class Cluster:
         self.up[r] = False
         self.noticed[r] = True
         self.epoch[r] += 1
-        back = t + down + self.load_s
+        back = t + down + self.load_s[r]
         if entry is not None:
             entry["until_s"] = back
         self.push(back, FAULT, ("back", r))

@@ -187,12 +187,12 @@ class StepEngine(SchedulerBase):
             return
         chunks = [(tok, sim.computed[i]) for i, tok, dec in batch if not dec]
         decs = [i for i, _, dec in batch if dec]
-        d = sim.perf.iteration_s(chunks, len(decs), sum(sim.computed[i] + 1 for i in decs))
+        d = self.perf.iteration_s(chunks, len(decs), sum(sim.computed[i] + 1 for i in decs))
         if sim.link:
             d += sim.iteration_extra(self.replica, t, sum(tok for _, tok, _ in batch))
         moved = swap_in + self.swap_tokens
         if moved:
-            d += moved * sim.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9)
+            d += moved * self.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9)
             self.swap_tokens = 0
         self.batch = batch
         self.version += 1
