@@ -16,7 +16,7 @@ import pytest
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.harness.capacity import goodput_capacity
-from schedatrix.serving.harness.validation import calibrating, check
+from schedatrix.serving.harness.validation import calibrating, check, validate
 from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load
 from schedatrix.serving.perf.host import VLLM_HOST
@@ -37,24 +37,30 @@ def test_the_table_has_ten_tested_rows_from_several_sources():
     assert all(why for _, _, why in UNREPLAYED)
 
 
+@pytest.fixture(scope="module")
+def checks():
+    """Every row replayed once, for the tests below."""
+    return {c.row.id: c for c in validate()}
+
+
 @pytest.mark.parametrize("row", TESTED, ids=lambda r: r.id)
-def test_every_published_row_is_within_its_band(row):
-    c = check(row)
+def test_every_published_row_is_within_its_band(row, checks):
+    c = checks[row.id]
     assert c.within, f"{row.id}: model {c.model:.4g} against published {row.value:.4g} " \
                      f"({c.ratio:.3f}, band ±{row.band:.0%})"
 
 
-def test_the_band_can_fail():
+def test_the_band_can_fail(checks):
     # a model half as fast on the first row's setup leaves the band
-    c = check(TESTED[0])
+    c = checks[TESTED[0].id]
     twice = type(c)(c.row, c.model * 2)
     assert c.within and not twice.within
 
 
 @pytest.mark.parametrize("term", ["step_s", "dispatch_s"])
-def test_the_host_terms_are_fitted_to_their_rows_and_shipped(term):
+def test_the_host_terms_are_fitted_to_their_rows_and_shipped(term, checks):
     row = calibrating(term)
-    assert abs(check(row).ratio - 1) < 0.005
+    assert abs(checks[row.id].ratio - 1) < 0.005
     assert getattr(VLLM_HOST, term) > 0
 
 
@@ -64,10 +70,14 @@ def test_a_fresh_host_fit_matches_the_shipped_one():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_page_shows_a_fresh_run():
-    done = subprocess.run([sys.executable, "tools/validate_serving_published.py", "--check"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_the_page_shows_a_fresh_run(checks):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import validate_serving_published as page
+
+    text = (ROOT / "docs" / "serving-validation.md").read_text()
+    shown = text.split(page.BEGIN, 1)[1].split(page.END, 1)[0].strip()
+    assert shown == page.table(list(checks.values())), \
+        "docs/serving-validation.md is stale: run tools/validate_serving_published.py"
 
 
 def test_the_fit_is_not_the_test():
@@ -207,9 +217,25 @@ def test_goodput_refuses_what_has_no_rate_or_no_slo():
         goodput_capacity(d, _slo_load(), 1.5)
 
 
+class _Done:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "schedatrix", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    """The command line in this process (what `schedatrix ARGS` prints and returns)."""
+    import contextlib
+    import io
+
+    from schedatrix.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:          # argparse refusals exit 2
+            code = e.code
+    return _Done(code, out.getvalue(), err.getvalue())
 
 
 def test_serving_capacity_on_the_command_line():
