@@ -2,6 +2,7 @@
 whatever months came before, redrawn without a full draw when the frame stays."""
 
 import io
+import threading
 
 import matplotlib
 
@@ -95,3 +96,24 @@ def test_png_writes_what_it_is_given_and_refuses_what_is_not_a_picture():
         png(np.zeros((5, 7), np.uint8))
     with pytest.raises(InputError, match="pixels"):
         png(np.zeros((5, 7, 3), np.float64))
+
+
+def test_two_threads_redrawing_at_once_each_get_their_month():
+    """JupyterLab hands widget messages to kernel subshells: two knob turns can redraw at once,
+    in two threads, on one picture."""
+    months = [s.simulate(PLAN), s.simulate(PLAN.with_knobs(cards=24, seed=5))]
+    want = [MonthPlot().png(m) for m in months]
+    shared = MonthPlot()
+    got = [[], []]
+
+    def turn(k: int) -> None:
+        for i in range(6):
+            j = (k + i) % 2  # each thread alternates, so every call redraws
+            got[k].append((j, shared.png(months[j])))
+
+    threads = [threading.Thread(target=turn, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(data == want[j] for calls in got for j, data in calls)

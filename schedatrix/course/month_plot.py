@@ -14,17 +14,20 @@ keeps as pixels what the month does not change and draws the rest:
 * each legend's swatches are drawn once per shape of its labels: the labels with their digits
   as zeros (every digit is as wide as another, and the labels' widths place the swatches);
 * each redraw pastes the frame and the legends back, draws the bars, dots, median line, spines
-  and tick marks with matplotlib (no text: cheap), and pastes each text from a tile: a text is
-  rasterised once per string and style (tick labels, totals, title and x label, the legends'
-  labels) and blended in at its place, to the nearest pixel.
+  and tick marks with matplotlib (no text: cheap), and pastes each text from tiles: matplotlib
+  rasterises a text once per string, style and quarter-pixel position, and a text set on its
+  baseline (a legend's label, the pool's title) is put together from its words and digits,
+  so a month's new figures reuse the pixels of those drawn before.
 
-:meth:`MonthPlot.png` returns the month's PNG; a month drawn as the last one returns the same
-bytes without drawing.
+Every pixel is within a quarter of the intensity range of a full draw's (texts sit to a quarter
+pixel; ``tests/test_month_plot.py``). :meth:`MonthPlot.png` returns the month's PNG; a month
+drawn as the last one returns the same bytes without drawing.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 
 import numpy as np
 from matplotlib import colors as mcolors
@@ -204,6 +207,7 @@ class MonthPlot:
         self._legends: dict[tuple, tuple] = {}  # key -> rows, columns, pixels, label anchors
         self._last: tuple | None = None  # the last month's picture and PNG
         self.full_draws = 0  # matplotlib draws of a whole frame (a test watches them)
+        self._lock = threading.Lock()
 
     # ----- building: plots.py draws the panels; redraws change them in place --------------
     def _build(self, month, key: tuple) -> None:
@@ -278,7 +282,12 @@ class MonthPlot:
 
     # ----- a redraw ----------------------------------------------------------------------
     def png(self, month) -> bytes:
-        """The month's picture as PNG bytes."""
+        """The month's picture as PNG bytes. One redraw at a time: a kernel may handle two
+        widget messages at once, in two threads (JupyterLab sends them to subshells)."""
+        with self._lock:
+            return self._png(month)
+
+    def _png(self, month) -> bytes:
         bill, pool = plots.bill_picture(month), plots.pool_picture(month)
         seen = (bill, tuple(pool.order), tuple(pool.true), tuple(pool.measured), pool.colours,
                 pool.wrong, pool.median, pool.ylim, pool.xticks, pool.xlabel, pool.title,

@@ -15,6 +15,7 @@ import base64
 import html
 import io
 import re
+import threading
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -96,6 +97,7 @@ class Walkthrough:
         plan = Plan() if plan is None else plan
         self.plots_on = plots_on
         self._holding = False
+        self._updating = threading.RLock()
         self.updates = 0
         self.month: Month | None = None
         self.steps: list[KnobStep] | None = None
@@ -268,7 +270,14 @@ class Walkthrough:
 
     # ----- the one path from knobs to readout ---------------------------------------------
     def update(self) -> Month:
-        """Simulate the knobs' plan and refresh every readout and the month's plots."""
+        """Simulate the knobs' plan and refresh every readout and the month's plots. One
+        update at a time, the latest knobs last: a kernel may handle two widget messages at
+        once, in two threads (JupyterLab sends them to subshells), and the readouts and the
+        picture must show one month."""
+        with self._updating:
+            return self._update()
+
+    def _update(self) -> Month:
         m = simulate(self.plan())
         self.month = m
         self.updates += 1
