@@ -101,25 +101,28 @@ class _Tiles:
         self._canvas.get_renderer().clear()
         self._fig = fig
         self._origin = (w, h)  # every text is anchored mid-canvas: room on every side
-        self._styles: dict[tuple, Text] = {}
-        self._tiles: dict[tuple, tuple[int, int, np.ndarray]] = {}
+        self._style_of: dict[tuple, int] = {}  # a look -> its number
+        self._styles: list[Text] = []  # each look's text on the scratch canvas
+        self._tiles: dict[tuple, tuple] = {}
         self._starts: dict[tuple, list[tuple[int, float]]] = {}
 
-    def style(self, text: Text) -> tuple:
-        """A key for ``text``'s look (font, colour, alignment, rotation)."""
-        key = (text.get_fontproperties().copy(), mcolors.to_rgba(text.get_color()),
-               text.get_ha(), text.get_va(), text.get_rotation(), text.get_rotation_mode(),
-               text.get_linespacing(), text.get_antialiased())
-        if key not in self._styles:
-            self._styles[key] = self._fig.text(
-                *self._origin, "", transform=IdentityTransform(), fontproperties=key[0],
-                color=key[1], ha=key[2], va=key[3], rotation=key[4], rotation_mode=key[5],
-                linespacing=key[6], antialiased=key[7])
-        return key
+    def style(self, text: Text) -> int:
+        """A number for ``text``'s look (font, colour, alignment, rotation)."""
+        look = (text.get_fontproperties().copy(), mcolors.to_rgba(text.get_color()),
+                text.get_ha(), text.get_va(), text.get_rotation(), text.get_rotation_mode(),
+                text.get_linespacing(), text.get_antialiased())
+        if look not in self._style_of:
+            self._style_of[look] = len(self._styles)
+            self._styles.append(self._fig.text(
+                *self._origin, "", transform=IdentityTransform(), fontproperties=look[0],
+                color=look[1], ha=look[2], va=look[3], rotation=look[4], rotation_mode=look[5],
+                linespacing=look[6], antialiased=look[7]))
+        return self._style_of[look]
 
-    def _tile(self, style: tuple, value: str, qx: int, qy: int) -> tuple[int, int, np.ndarray]:
-        """``value``'s pixels anchored ``qx``, ``qy`` quarter pixels right of and below a
-        pixel's corner, and where they start (rows, columns) from that corner."""
+    def _tile(self, style: int, value: str, qx: int, qy: int) -> tuple:
+        """``value`` anchored ``qx``, ``qy`` quarter pixels right of and below a pixel's
+        corner: where its pixels start from that corner (rows, columns), their opacity and
+        their colour times it (as the blend wants them), or None for a blank."""
         key = (style, value, qx, qy)
         if key not in self._tiles:
             text = self._styles[style]
@@ -137,17 +140,19 @@ class _Tiles:
             rows = np.flatnonzero(region[..., 3].any(axis=1))
             cols = np.flatnonzero(region[..., 3].any(axis=0))
             if rows.size == 0:  # blank: nothing to paste
-                tile = (0, 0, np.zeros((0, 0, 4), np.uint8))
+                tile = None
             else:
-                pixels = region[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1].copy()
-                tile = (int(r0 + rows[0] - (h - oy)), int(c0 + cols[0] - ox), pixels)
+                pixels = region[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+                alpha = pixels[..., 3:4].astype(np.uint16)
+                tile = (int(r0 + rows[0] - (h - oy)), int(c0 + cols[0] - ox), alpha,
+                        pixels[..., :3] * alpha + 127)
             region[...] = _CLEAR  # as the renderer clears: ready for the next text
             if len(self._tiles) >= 8192:  # a learner's afternoon of knob turns, bounded
                 self._tiles.clear()
             self._tiles[key] = tile
         return self._tiles[key]
 
-    def _runs(self, style: tuple, value: str) -> list[tuple[str, float]]:
+    def _runs(self, style: int, value: str) -> list[tuple[str, float]]:
         """``value`` cut before and after each digit, with where each run starts (pixels
         right of where the text starts)."""
         shape = _shape(value)
@@ -157,7 +162,9 @@ class _Tiles:
             renderer = self._canvas.get_renderer()
 
             def width(text: str) -> float:  # ink, from a digit's left edge to another's right
-                return renderer.get_text_width_height_descent(text, style[0], False)[0]
+                return renderer.get_text_width_height_descent(text, font, False)[0]
+
+            font = self._styles[style].get_fontproperties()
 
             # "0" + the text up to the cut + "0", less "00": the advance up to the cut.
             starts = [width("0" + shape[:k] + "0") - width("00") for k in cuts]
@@ -166,32 +173,36 @@ class _Tiles:
         ends = [k for k, _ in starts[1:]] + [len(value)]
         return [(value[k:end], dx) for (k, dx), end in zip(starts, ends, strict=True)]
 
-    def paste(self, canvas: np.ndarray, style: tuple, value: str, xy) -> None:
+    def paste(self, canvas: np.ndarray, style: int, value: str, xy) -> None:
         """Blend ``value`` in ``style`` onto ``canvas`` (rows top down, RGBA), anchored at
         ``xy`` (pixels, y up), to the nearest quarter pixel."""
-        ha, va, rotation = style[2], style[3], style[4]
-        if ha == "left" and va == "baseline" and rotation == 0 and _DIGIT.search(value):
+        text = self._styles[style]
+        if (text.get_ha() == "left" and text.get_va() == "baseline"
+                and text.get_rotation() == 0 and _DIGIT.search(value)):
             for run, dx in self._runs(style, value):
                 self._paste(canvas, style, run, xy[0] + dx, xy[1])
         else:
             self._paste(canvas, style, value, xy[0], xy[1])
 
-    def _paste(self, canvas: np.ndarray, style: tuple, value: str, x: float, y: float) -> None:
+    def _paste(self, canvas: np.ndarray, style: int, value: str, x: float, y: float) -> None:
         h, w = canvas.shape[:2]
         col, qx = divmod(int(round(x * _PHASES)), _PHASES)
         row, qy = divmod(int(round((h - y) * _PHASES)), _PHASES)
-        dr, dc, pixels = self._tile(style, value, qx, qy)
-        if pixels.size == 0:
+        tile = self._tile(style, value, qx, qy)
+        if tile is None:
             return
+        dr, dc, alpha, tinted = tile
         r0, c0 = row + dr, col + dc
-        r1, c1 = r0 + pixels.shape[0], c0 + pixels.shape[1]
-        if r1 <= 0 or c1 <= 0 or r0 >= h or c0 >= w:
-            return
-        tile = pixels[max(0, -r0):pixels.shape[0] - max(0, r1 - h),
-                      max(0, -c0):pixels.shape[1] - max(0, c1 - w)]
-        region = canvas[max(0, r0):min(h, r1), max(0, c0):min(w, c1), :3]
-        alpha = tile[..., 3:4].astype(np.uint16)
-        region[...] = (region * (255 - alpha) + tile[..., :3] * alpha + 127) // 255
+        r1, c1 = r0 + alpha.shape[0], c0 + alpha.shape[1]
+        if r0 < 0 or c0 < 0 or r1 > h or c1 > w:  # off the edge: the part on the canvas
+            if r1 <= 0 or c1 <= 0 or r0 >= h or c0 >= w:
+                return
+            inside = (slice(max(0, -r0), alpha.shape[0] - max(0, r1 - h)),
+                      slice(max(0, -c0), alpha.shape[1] - max(0, c1 - w)))
+            alpha, tinted = alpha[inside], tinted[inside]
+            r0, c0, r1, c1 = max(0, r0), max(0, c0), min(h, r1), min(w, c1)
+        region = canvas[r0:r1, c0:c1, :3]
+        region[...] = (region * (255 - alpha) + tinted) // 255
 
 
 class MonthPlot:
