@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .exercises import CHECK_TAG, EXERCISE_KEY, exercise_of, template_problem
+from .extras import NOTEBOOKS, require
 
 __all__ = [
     "BEGIN",
@@ -232,6 +233,7 @@ def write_release(target: Path | str, solutions: Path | str = "solutions",
 
 
 def _run(args) -> int:
+    require("make-exercises", NOTEBOOKS)
     if args.release:
         if args.check:
             raise InputError("--check and --release do not go together")
