@@ -15,7 +15,7 @@ import numpy as np
 
 from ..fleet.month import Month
 from ..fleet.plan import Plan
-from .boundary import AnswerRefused, BoundaryError, LearnerRaised
+from .boundary import MAX_MESSAGE_BYTES, AnswerRefused, AnswerTooBig, BoundaryError, LearnerRaised
 
 __all__ = ["RANDOM_SEED", "fmt", "call", "as_indices", "as_number", "passed", "describe",
            "close"]
@@ -66,6 +66,12 @@ def call(name: str, func: Callable, *args):
         raise AssertionError(
             f"{name}({shown}) called {exc.answer}, the library's own answer: this exercise "
             "asks you to write it yourself."
+        ) from None
+    except AnswerTooBig:
+        shown = ", ".join(fmt(a) for a in args)
+        raise AssertionError(
+            f"{name}({shown}) returned an answer over {MAX_MESSAGE_BYTES // 2**20} MB as plain "
+            "data: return what the exercise asks for, nothing more."
         ) from None
     except Exception as exc:  # the learner's bug, reported with the input that caused it
         shown = ", ".join(fmt(a) for a in args)
