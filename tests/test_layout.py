@@ -90,3 +90,34 @@ def test_public_names_stay_at_the_top():
     for name in ("score", "greedy_run_set", "evict_worst", "wrong_evictions", "simulate",
                  "simulate_many", "Plan", "preset", "Month", "InputError"):
         assert hasattr(schedatrix, name), name
+
+
+def _classroom_imports() -> dict[str, set[str]]:
+    """Each classroom module and the classroom modules it imports (anywhere in it)."""
+    graph = {}
+    for path in _modules("classroom"):
+        name = path.relative_to(PACKAGE / "classroom").with_suffix("").as_posix()
+        targets = set()
+        for _, target in _package_imports(path):
+            parts = target.split(".")
+            if parts[0] == "classroom" and len(parts) > 1:
+                targets.add(parts[1])
+        graph[name] = targets - {name}
+    return graph
+
+
+def test_no_classroom_module_imports_one_that_imports_it_back():
+    graph = _classroom_imports()
+    circles = []
+
+    def visit(name: str, path: list[str]) -> None:
+        for target in sorted(graph.get(name, ())):
+            if target in path:
+                circles.append(" -> ".join(path[path.index(target):] + [target]))
+            elif target in graph:
+                visit(target, path + [target])
+
+    for name in sorted(graph):
+        visit(name, [name])
+    assert not circles, "\n".join(sorted(set(circles)))
+    assert "ray_engine" in graph["grade_folder"] and "grade_folder" not in graph["ray_engine"]
