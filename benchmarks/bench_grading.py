@@ -1,13 +1,14 @@
 """Grading a class: wall time and CPU per notebook of `schedatrix grade`, beside a reference.
 
 Builds a class of N notebooks (default 100: the four exercises in turn; most right, some
-wrong, some untouched), grades it as `schedatrix grade --jobs J` does (each notebook in its own
-sandbox, the checks served by this process), and prints the wall time, the CPU seconds per
-notebook and the projection for the whole class. The reference, in the same run, is what
-grading did before: plain `python -m pytest --nbval-lax` on each notebook, J at a time, with no
-sandbox and no checker, on the first R notebooks (default 10). On the same R notebooks, one
-at a time, it measures the CPU one notebook costs (inside the sandbox: pytest and the kernel;
-outside: the checker), which gives the class's time on J idle cores.
+wrong, some untouched), grades it as `schedatrix grade --jobs J` does (each notebook first in
+the grader's own sandboxed evaluation, its checks run by this process, then, when that passes,
+its own run under nbval in a sandbox), and prints the wall time, the CPU seconds per notebook
+and the projection for the whole class. The reference, in the same run, is plain
+`python -m pytest --nbval-lax` on each notebook, J at a time, with no sandbox and no checker,
+on the first R notebooks (default 10). On the same R notebooks, one at a time, it measures the
+CPU one notebook costs (this process's checks, and every process the two sandboxed runs
+started), which gives the class's time on J idle cores.
 
     .venv/bin/python benchmarks/bench_grading.py [--notebooks 100] [--jobs 2] [--reference 10]
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,22 +30,27 @@ from pathlib import Path
 
 import nbformat
 
-from schedatrix.classroom.exercises import exercise_of
-from schedatrix.classroom.grade_folder import grade_folder, run_in_sandbox
+from schedatrix.classroom.grade_folder import grade_folder
+from schedatrix.classroom.grade_notebook import grade_notebook
 from schedatrix.classroom.sandbox import Limits, choose
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months"]
 
 
+def _children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def cpu_per_notebook(paths: list[Path], box) -> float:
-    """Mean CPU seconds one notebook costs: the sandboxed run (as it reports) plus the
-    checker's work in this process."""
+    """Mean CPU seconds one notebook costs: this process's work on it (the checks) plus every
+    process its sandboxed runs started (the evaluation, pytest, the kernel)."""
     total = 0.0
     for path in paths:
-        start = time.thread_time()
-        run = run_in_sandbox(path.read_bytes(), exercise_of(path.stem), box, Limits())
-        total += time.thread_time() - start + float(run.summary.get("cpu_s", 0.0))
+        start, children = time.thread_time(), _children_cpu_s()
+        grade_notebook(path.read_bytes(), path.stem, box, Limits())
+        total += time.thread_time() - start + _children_cpu_s() - children
     return total / len(paths)
 
 
