@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -30,28 +29,38 @@ from pathlib import Path
 
 import nbformat
 
+from schedatrix.classroom.evaluation import evaluate
+from schedatrix.classroom.exercises import exercise_of
 from schedatrix.classroom.grade_folder import grade_folder
-from schedatrix.classroom.grade_notebook import grade_notebook
+from schedatrix.classroom.grade_notebook import verdicts
+from schedatrix.classroom.nbval_sandbox import run_nbval
 from schedatrix.classroom.sandbox import Limits, choose
+from schedatrix.classroom.submissions import parse_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months"]
 
 
-def _children_cpu_s() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def cpu_per_notebook(paths: list[Path], box) -> float:
-    """Mean CPU seconds one notebook costs: this process's work on it (the checks) plus every
-    process its sandboxed runs started (the evaluation, pytest, the kernel)."""
-    total = 0.0
+def cpu_per_notebook(paths: list[Path], box) -> tuple[float, float, float]:
+    """Mean CPU seconds one notebook costs, graded step by step as `grade_notebook` does:
+    (this process's checks, the sandboxed evaluation, the sandboxed nbval run), each sandboxed
+    run as it reports its own and its children's CPU (a sandbox's processes are not this
+    process's children)."""
+    mine = evaluation_s = nbval_s = 0.0
+    limits = Limits()
     for path in paths:
-        start, children = time.thread_time(), _children_cpu_s()
-        grade_notebook(path.read_bytes(), path.stem, box, Limits())
-        total += time.thread_time() - start + _children_cpu_s() - children
-    return total / len(paths)
+        data = path.read_bytes()
+        nb, _ = parse_notebook(data)
+        exercise = exercise_of(path.stem)
+        start = time.thread_time()
+        evaluation = evaluate(nb, exercise, box, limits)
+        evaluation_s += evaluation.cpu_s
+        if evaluation.passed:
+            run = run_nbval(data, exercise, box, limits, verdicts(evaluation))
+            nbval_s += float(run.summary.get("cpu_s", 0.0))
+        mine += time.thread_time() - start
+    n = len(paths)
+    return mine / n, evaluation_s / n, nbval_s / n
 
 
 def build_class(folder: Path, count: int) -> list[Path]:
@@ -122,9 +131,11 @@ def main() -> int:
               f"{passed} pass, {n - passed} fail")
         if args.reference:
             sample = paths[: args.reference]
-            cpu_s = cpu_per_notebook(sample, box)
-            print(f"  CPU per notebook (mean of {len(sample)}, one at a time): {cpu_s:.2f} s; "
-                  f"a class of 100 on {args.jobs} idle cores: about "
+            mine, evaluation_s, nbval_s = cpu_per_notebook(sample, box)
+            cpu_s = mine + evaluation_s + nbval_s
+            print(f"  CPU per notebook (mean of {len(sample)}, one at a time): {cpu_s:.2f} s "
+                  f"(checks here {mine:.2f} s, evaluation {evaluation_s:.2f} s, nbval run "
+                  f"{nbval_s:.2f} s); a class of 100 on {args.jobs} idle cores: about "
                   f"{cpu_s * 100 / args.jobs / 60:.1f} min")
             ref_s = reference(sample, args.jobs, Path(tmp))
             each_s = ref_s / len(sample)

@@ -12,7 +12,8 @@ over the one socket it inherits (``--channel-fd``), one JSON line at a time:
   ``{"call": function, "args": [...]}`` with ``{"returned": ...}``, ``{"raised": ...}``,
   ``{"refused": answer}`` (it called one of the refusals that stand in for the library's
   answers) or ``{"oversized": true}`` (an answer over the size limit), until ``{"end": true}``;
-* ``{"done": true}``: stop.
+* ``{"done": true}``: answer ``{"cpu_s": seconds}`` (the CPU this process and its children
+  used, for the benchmark's figures) and stop.
 
 It decides nothing and holds nothing to compare with: the grader picks every input and compares
 every answer with the library, in its own process. Whatever the notebook's code does to this
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import resource
 import socket
 import sys
 
@@ -79,6 +81,8 @@ def serve(channel, shell) -> None:
     while True:
         message = channel.receive()
         if message.get("done"):
+            used = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            channel.send({"cpu_s": round(sum(u.ru_utime + u.ru_stime for u in used), 3)})
             return
         if "run" in message:
             result = shell.run_cell(str(message.get("source", "")), store_history=False)

@@ -46,6 +46,7 @@ class Evaluation:
     sessions: list[Session] = field(default_factory=list)
     failure: str = ""  # the first thing that fails the notebook ("" when every check passed)
     cell_errors: list[str] = field(default_factory=list)  # cells that raised here (no failure)
+    cpu_s: float = 0.0  # the CPU the sandboxed process says it used (for the benchmark only)
 
     @property
     def passed(self) -> bool:
@@ -132,6 +133,10 @@ def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
                                      f"{str(raised.get('message'))[:300]}")
     with contextlib.suppress(BoundaryError):
         channel.send({"done": True})
+        said = channel.receive(min(2.0, deadline - time.monotonic()), limit=_REPLY_LIMIT)
+        cpu_s = said.get("cpu_s")
+        if isinstance(cpu_s, (int, float)) and 0 <= cpu_s < 1e6:
+            found.cpu_s = float(cpu_s)
     return found
 
 

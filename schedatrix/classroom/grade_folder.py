@@ -34,6 +34,7 @@ from .submissions import Submission, find_submissions, printable, read_notebook,
 
 __all__ = ["Grade", "grade_folder", "format_table", "read_class", "add_grade_parser"]
 
+
 def read_class(subs: list[Submission]) -> list[tuple[Submission, bytes, str]]:
     """Every submission's bytes (or why it is not a notebook), read before anything runs."""
     return [(sub, *read_notebook(sub.path)) for sub in subs]

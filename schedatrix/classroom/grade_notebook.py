@@ -30,7 +30,7 @@ from .nbval_sandbox import Run, explain, run_nbval
 from .sandbox import Limits, Sandbox
 from .submissions import parse_notebook, printable
 
-__all__ = ["Grade", "MAX_TEXT", "decide", "grade_notebook"]
+__all__ = ["Grade", "MAX_TEXT", "decide", "verdicts", "grade_notebook"]
 
 #: The longest failure or note a row keeps (a learner's answer may be long; a row is not).
 MAX_TEXT = 1_000
@@ -86,7 +86,7 @@ def decide(exercise: Exercise, evaluation: Evaluation, run: Run | None,
     return True, ""
 
 
-def _verdicts(evaluation: Evaluation) -> dict[str, dict]:
+def verdicts(evaluation: Evaluation) -> dict[str, dict]:
     """What the notebook's check cells are told: the evaluation's verdict on each check."""
     told = {}
     for s in evaluation.sessions:
@@ -115,6 +115,6 @@ def grade_notebook(data: bytes, exercise_name: str, sandbox: Sandbox, limits: Li
     evaluation = evaluate(nb, exercise, sandbox, limits, slot, deadline)
     run = None
     if evaluation.passed:
-        run = run_nbval(data, exercise, sandbox, limits, _verdicts(evaluation), slot, deadline)
+        run = run_nbval(data, exercise, sandbox, limits, verdicts(evaluation), slot, deadline)
     passed, failure = decide(exercise, evaluation, run, limits)
     return passed, failure, note
