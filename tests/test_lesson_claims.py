@@ -287,9 +287,11 @@ def test_04_your_turn_question_1_is_posed_honestly():
 
 
 def test_05_the_bank():
-    from schedatrix.course.drills import QUESTION_KINDS
-    says("05", "five questions drawn from a bank of ten kinds, in a random order")
-    assert len(QUESTION_KINDS) == 10
+    from schedatrix.course.drills import MAX_LOOKUPS, QUESTION_KINDS
+    says("05", "five questions drawn from a bank of thirteen kinds, in a random order")
+    assert len(QUESTION_KINDS) == 13
+    says("05", "At most two of a drill's five are lookups")
+    assert MAX_LOOKUPS == 2
 
 
 # ---------------------------------------------------------------------------- folded answers
