@@ -6,9 +6,11 @@ versions and machines). The month is one of four kinds, equally often: a clean m
 a golden idler (101), a noise evictor (110) or a shortfall (011), so the answers about checks
 and incidents are balanced. Five questions are drawn, in a random order, from the bank of
 question kinds in :mod:`schedatrix.course.drill_bank` (the score, floor(share x N), the median
-test, wrong evictions, the run set, the idle bill, the bill, convergence, the failing check
-and its knob, reading a signature), never two where one gives away the other's answer: no
-prompt, fact or worked explanation of a drill prints another question's answer.
+test, wrong evictions at the month's share and at another, the run set and the run set under
+another shape, the ideal operator's run set, the idle bill, the bill, convergence, the failing
+check and its knob, reading a signature), never two where one gives away the other's answer:
+no prompt, fact or worked explanation of a drill prints another question's answer. At most
+:data:`MAX_LOOKUPS` of the five are lookups, where the month allows a set of five with so few.
 
 Each drill prints its number and its lottery seed; ``schedatrix month`` with the drill's
 knobs (the answer key prints the command) replays its month.
