@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP
@@ -125,6 +126,7 @@ def plot_demand(a: Audit, fig: Figure | None = None) -> Figure:
         ax.axhline(p.config.max_replicas * p.replica_rps, color="C3", ls="--",
                    label=f"maximum ({p.config.max_replicas} replicas)")
         ax.set_ylabel("requests/s")
+        ax.set_ylim(bottom=0)  # a rate is never negative: no tick below zero
         ax.set_title(f"{p.config.pool_id}: {', '.join(p.config.models)}", fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
     axes[-1].set_xlabel(label)
@@ -142,6 +144,11 @@ def plot_replicas(a: Audit, fig: Figure | None = None) -> Figure:
         ax.step(xs, need, where="post", label="needed", color="C2")
         ax.step(xs, prov, where="post", label="provisioned", color="C1")
         ax.set_ylabel("replicas")
+        # Replicas are counted: whole-number ticks from zero (never 0.8, 1.2 or -1), and a
+        # band above the peak for the legend.
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        peak = max(1.0, float(np.max(need)), float(np.max(prov)))
+        ax.set_ylim(0, max(peak + 1, 1.25 * peak))
         ax.set_title(f"{p.config.pool_id}: headroom {a.settings.headroom:.0%}, "
                      f"{p.replica_rps:g} req/s per replica", fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
