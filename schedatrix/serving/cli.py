@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from .cluster.routing import ROUTERS
-from .perf.catalog import GPUS, MODELS
+from .perf.catalog import DTYPES, GPUS, MODELS
 
 __all__ = ["add_serving_parser"]
 
@@ -87,6 +87,10 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="GPU of a split's prefill replicas (default --gpu)")
     g.add_argument("--decode-gpu", choices=sorted(GPUS),
                    help="GPU of a split's decode replicas (default --gpu)")
+    g.add_argument("--dtype", choices=sorted(DTYPES),
+                   help="weights and KV cache: bf16 (default) or fp8 (H100, H200, L4)")
+    g.add_argument("--ep", type=_positive(int, "--ep"),
+                   help="expert parallelism of a mixture-of-experts model: 1 or --tp")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -220,7 +224,7 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "router": "router", "priority_preemption": "priority_preemption",
                  "cuda_graphs": "cuda_graphs", "host_ms": "host_ms", "prefill_tp": "prefill_tp",
                  "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
-                 "decode_gpu": "decode_gpu"}
+                 "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
