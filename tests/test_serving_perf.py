@@ -480,6 +480,25 @@ def test_expert_parallelism_adds_dispatch_and_combine_over_the_link():
             PerfModel(gpu="h100-80gb", **kwargs)
 
 
+def test_moe_and_fp8_replicas_serve_a_load_alike_in_both_simulators():
+    import numpy as np
+
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.load.workload import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
+
+    req = generate(Load(rate_rps=4, input_len="uniform:100-1500", output_len="uniform:5-80"), 1,
+                   requests=150)
+    for d in (Design(model="mixtral-8x7b", gpu="h100-80gb", tp=2, ep=2, dtype="fp8"),
+              Design(model="qwen3-30b-a3b", gpu="h200", replicas=2),
+              Design(model="llama-3.1-8b", gpu="h100-80gb", dtype="fp8", prefill_replicas=1,
+                     decode_replicas=1)):
+        fast, ref = simulate(req, d), simulate(req, d, "reference")
+        assert (fast.status == 0).all()
+        np.testing.assert_allclose(fast.done_s, ref.done_s, rtol=1e-9)
+        np.testing.assert_allclose(fast.first_token_s, ref.first_token_s, rtol=1e-9)
+
+
 # -- KV cache: capacity and transfer --------------------------------------------------------------
 def test_kv_capacity_follows_the_spec_formula():
     pm = PerfModel("llama-3.1-8b", "h100-80gb")

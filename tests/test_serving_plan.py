@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from schedatrix import examples
@@ -168,3 +169,44 @@ def test_bad_command_lines_are_one_line(args, word, tmp_path):
                    'rate = 1\nttft_s = 1\ndtype = "fp16"\n')
     done = _cli(str(bad))
     assert done.returncode == 2 and "dtype" in done.stderr and "model 1" in done.stderr
+
+
+def test_two_kinds_of_gpu_and_a_trace_load(tmp_path):
+    # a trace's rate, burstiness and lengths are fitted; the pool has one H100 and one A100
+    rng = np.random.default_rng(0)
+    t = np.cumsum(rng.exponential(1 / 2.0, 300))
+    rows = "\n".join(f"{x:.3f},{int(i)},{int(o)}" for x, i, o in
+                     zip(t, rng.integers(200, 1500, 300), rng.integers(20, 200, 300),
+                         strict=True))
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp,input_tokens,output_tokens\n" + rows + "\n")
+    spec = pool_from_dict({
+        "pool": {"gpu": ["h100-80gb", "a100-80gb"], "count": [1, 1], "requests": 100},
+        "models": [{"name": "chat", "model": "llama-3.2-3b", "trace": "trace.csv",
+                    "ttft_s": 1.0, "tpot_s": 0.1},
+                   {"name": "assist", "model": "llama-3.1-8b", "rate": 1, "input_len": "512",
+                    "output_len": "64", "ttft_s": 1.0, "tpot_s": 0.1}]}, base=tmp_path)
+    assert spec.models[0].source.endswith("trace.csv")
+    assert spec.models[0].rate_rps == pytest.approx(300 / t[-1], rel=0.05)
+    p = plan(spec)
+    assert p.fits and sum(p.gpus_used.values()) == 2
+    # both kinds are used: one model on each, the costlier H100 where it pays
+    assert p.gpus_used == {"h100-80gb": 1, "a100-80gb": 1}
+    assert {m.option.design.gpu for m in p.models} == {"h100-80gb", "a100-80gb"}
+
+
+def test_fp8_and_expert_parallelism_on_the_command_line():
+    run = subprocess.run([sys.executable, "-m", "schedatrix", "serving", "run", "--model",
+                          "llama-3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--rate", "1",
+                          "--requests", "20"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 2 and "no FP8 tensor cores" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    run = subprocess.run([sys.executable, "-m", "schedatrix", "serving", "run", "--model",
+                          "mixtral-8x7b", "--gpu", "h100-80gb", "--tp", "2", "--ep", "2",
+                          "--dtype", "fp8", "--rate", "1", "--requests", "30", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    d = json.loads(run.stdout)["designs"][0]
+    assert d["design"]["ep"] == 2 and d["design"]["dtype"] == "fp8"
+    assert d["name"] == "1 x TP2 EP2 FP8" and d["completed"] == 30
