@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP
 from .audit import Audit, PoolAudit
 from .needs import POLICY_NAMES, Policy
+from .placement import objective_text, plan_pools
 
 __all__ = ["verdict", "markdown", "to_json", "plot_demand", "plot_replicas", "plot_bill",
            "write_report", "prepare_out", "json_text", "FIGURES", "MAX_SERIES"]
@@ -257,6 +258,9 @@ def to_json(a: Audit) -> dict:
         "convergence_ok": a.convergence_ok, "pools": pools, "notes": list(a.notes),
         "verdict": verdict(a), "routing": None,
     }
+    placement = plan_pools(a)
+    out["placement"] = {**placement.as_dict(),
+                        "sentence": placement.sentence(objective_text(a))}
     if a.routing is not None:
         r = a.routing
         out["routing"] = {
@@ -293,6 +297,10 @@ def markdown(a: Audit) -> str:
     if n.routing:
         out.append(f"- Current routing (note): {n.routing}")
     out += ["", "## Verdict", ""] + [f"- {line.strip()}" for line in verdict(a)]
+    placement = plan_pools(a)
+    out += ["", "## The pools within the fleet's GPUs", "",
+            placement.sentence(objective_text(a))]
+    out += [""] + [f"- {x}" for x in placement.notes] if placement.notes else []
     if a.notes:
         out += ["", "## Notes and assumptions", ""] + [f"- {x}" for x in a.notes]
     out += ["", "![Demand and capacity per pool](demand.png)", "",
