@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import sys
 
 from .errors import InputError
@@ -262,6 +264,43 @@ def _extensions():
             add_release_parser, add_grade_parser]
 
 
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def out_of_memory(err: MemoryError) -> str:
+    """A failed allocation in one line: how much was asked for (when the error says), what
+    the process held, and its address-space limit (ulimit -v) when it has one."""
+    asked = getattr(err, "_total_size", None)        # numpy says how large the array was
+    if asked is None:
+        m = re.search(r"size (\d+)", str(err))      # pyarrow: "malloc of size 302720 failed"
+        asked = int(m[1]) if m else None
+    text = "out of memory: " + (f"{_mib(asked)} more was needed" if asked else
+                                "an allocation failed")
+    try:
+        with open("/proc/self/statm") as f:
+            held = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        text += f", on top of the {_mib(held)} of address space this process held"
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY:
+            text += f" (its limit, ulimit -v, is {_mib(limit)})"
+    except (ImportError, OSError, ValueError):
+        pass
+    return text + "; give it more memory, or a smaller input"
+
+
+def _stop_threads() -> None:
+    """Stop the trace readers' threads before the interpreter shuts down (if any ran)."""
+    reader = sys.modules.get("schedatrix.traces.reader")
+    if reader is not None:
+        reader.stop_readers()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -269,11 +308,16 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"schedatrix: error: {err}", file=sys.stderr)
         return 2
+    except MemoryError as err:   # numpy's and pyarrow's too
+        print(f"schedatrix: error: {out_of_memory(err)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("schedatrix: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        _stop_threads()
 
 
 if __name__ == "__main__":
