@@ -195,6 +195,7 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
         if pool is not None:
             pools.append(pool)
 
+    _alias_clashes(pools, problems)
     if gpu_count:
         for p in pools:
             if p.max_gpus > gpu_count:
@@ -278,6 +279,24 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
                       min_replicas=lo, max_replicas=hi, gpus_per_replica=gpus,
                       replica_rps=rps, replica_rps_assumed=assumed, objectives=objectives,
                       aliases=tuple(aliases))
+
+
+def _alias_clashes(pools: list[PoolConfig], problems: list[str]) -> None:
+    """Refuse an alias that names another pool too (its id, a model or an alias of it): a
+    trace's pool or model column would then move that pool's rows silently."""
+    for p in pools:
+        for alias in p.aliases:
+            key = alias.strip().lower()
+            for q in pools:
+                if q is p:
+                    continue
+                what = ("the id" if key == q.pool_id.lower() else
+                        "a model" if key in (m.lower() for m in q.models) else
+                        "an alias" if key in (a.strip().lower() for a in q.aliases) else None)
+                if what:
+                    problems.append(f"[pools.{p.pool_id}] aliases: {_short(alias)} is also "
+                                    f"{what} of pool {q.pool_id}: a trace's pool or model "
+                                    "column would name two pools (an alias names one pool)")
 
 
 def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int, int]:
