@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..traces.blocks import regular_file
 from .objective import Objective, parse_objective
 
 __all__ = ["PoolConfig", "FleetNote", "load_note", "parse_note", "ASSUMED_REPLICA_RPS",
@@ -130,6 +131,7 @@ class FleetNote:
 def load_note(path: str | Path) -> FleetNote:
     """Read and validate a fleet note file (TOML)."""
     path = Path(path)
+    regular_file(path, f"fleet note {str(path)!r}")
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -151,6 +153,9 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
         raise InputError(f"{source}: not valid TOML: {exc}") from None
     except ValueError as exc:  # an integer too long to read
         raise InputError(f"{source}: not valid TOML: {str(exc).split(';')[0]}") from None
+    except RecursionError:
+        raise InputError(f"{source}: not valid TOML: arrays or tables nested too deep to read "
+                         "(a note nests two levels)") from None
     problems: list[str] = []
     fleet = data.get("fleet")
     if not isinstance(fleet, dict):

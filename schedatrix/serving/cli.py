@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 
 from tqdm import tqdm
@@ -187,15 +186,9 @@ def _scenario(args, one_design: bool):
     base, source = None, ""
     data: dict = {}
     if args.scenario:
+        from .harness.toml_tables import read_toml
         path = Path(args.scenario)
-        try:
-            data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
-        except OSError as e:
-            raise InputError(f"scenario {path}: cannot be read ({e.strerror or e})") from None
-        except UnicodeDecodeError:
-            raise InputError(f"scenario {path}: not UTF-8 text") from None
-        except tomllib.TOMLDecodeError as e:
-            raise InputError(f"scenario {path}: not valid TOML ({e})") from None
+        data = read_toml(path, "scenario")
         base, source = path.parent, str(path)
     load = dict(data.get("load", {})) if isinstance(data.get("load", {}), dict) else data["load"]
     given = {v: getattr(args, k) for k, v in _LOAD_FLAGS.items() if getattr(args, k) is not None}

@@ -10,6 +10,8 @@ holds.
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["Blocks", "MAX_LINE_BYTES", "BLOCK_BYTES", "blank_lines"]
+__all__ = ["Blocks", "MAX_LINE_BYTES", "BLOCK_BYTES", "blank_lines", "regular_file"]
 
 #: The longest line a trace may have, in bytes.
 MAX_LINE_BYTES = 1 << 20
@@ -26,6 +28,22 @@ MAX_LINE_BYTES = 1 << 20
 BLOCK_BYTES = 8 << 20
 _BOM = b"\xef\xbb\xbf"
 _READ_BYTES = 1 << 20
+
+
+def regular_file(path: Path, what: str) -> None:
+    """Refuse a path that is not a regular file (a FIFO, a socket, a device) before anything
+    opens it: reading a FIFO waits forever for a writer. ``what`` names it ("trace x.csv").
+    A path that can't be found is left to the open, which says why."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if
+                stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a folder" if stat.S_ISDIR(mode) else "not a regular file")
+        raise InputError(f"{what} is {kind}, not a file: give a file (a pipe or a device is "
+                         "never read, it could wait forever)")
 
 
 def blank_lines(data: bytes, newlines: np.ndarray | None = None) -> np.ndarray:
@@ -50,6 +68,7 @@ class Blocks:
 
     def __init__(self, path: Path, source: str):
         self.source = source
+        regular_file(path, f"trace {source}")
         try:
             self.raw = open(path, "rb")  # noqa: SIM115 - closed in close()
         except OSError as exc:

@@ -21,6 +21,7 @@ import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from .blocks import regular_file
 from .convert import Labels
 from .formats import IGNORED, TraceFormat, norm
 from .privacy import column, looks_like_text
@@ -293,6 +294,8 @@ class ParquetFile:
         files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
         if not files:
             raise InputError(f"trace {source}: a folder with no .parquet file")
+        for f in files:
+            regular_file(f, f"trace {source}" if f == path else f"trace {source}/{f.name}")
         try:
             self.files = [pq.ParquetFile(f) for f in files]
         except (OSError, pa.ArrowInvalid) as exc:
