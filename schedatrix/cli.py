@@ -183,6 +183,16 @@ def _cmd_presets(args) -> int:
     return 0
 
 
+def share(x: float) -> str:
+    """A share as a percentage to 0.1%, never rounded to a lie: a share above 0 that rounds
+    to 0.0% reads "<0.1%", one below 1 that rounds to 100.0% reads ">99.9%"."""
+    if 0 < x < 0.0005:
+        return "<0.1%"
+    if 0.9995 <= x < 1:
+        return ">99.9%"
+    return pct(x)
+
+
 def _cmd_odds(args) -> int:
     plan = plan_from_args(args)
     odds = check_odds(plan, months=args.months, seed=args.from_seed)  # a bar when long
@@ -199,8 +209,8 @@ def _cmd_odds(args) -> int:
           f"{odds.seed + odds.months - 1}):\n")
     for name in odds.failures:
         low, high = odds.interval[name]
-        print(f"  {name:<12} fails {pct(odds.fail_share[name]):>6} of months "
-              f"({odds.confidence:.0%} interval {pct(low)} to {pct(high)})")
+        print(f"  {name:<12} fails {share(odds.fail_share[name]):>6} of months "
+              f"({odds.confidence:.0%} interval {share(low)} to {share(high)})")
     print("\n  signatures: " + ", ".join(f"{k} x {v:,}" for k, v in odds.signatures.items()))
     return 0
 

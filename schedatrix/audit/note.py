@@ -42,7 +42,7 @@ from ..traces.blocks import regular_file
 from .objective import Objective, parse_objective
 
 __all__ = ["PoolConfig", "FleetNote", "load_note", "parse_note", "ASSUMED_REPLICA_RPS",
-           "MIN_REPLICA_RPS", "MAX_REPLICA_RPS", "MAX_GPUS"]
+           "MIN_REPLICA_RPS", "MAX_REPLICA_RPS", "MAX_GPUS", "MAX_PRICE"]
 
 #: The form's first-pass per-replica capacity, requests/s, by pool role (None = role unknown).
 ASSUMED_REPLICA_RPS = {"small": 6.0, "large": 3.0, None: 3.0}
@@ -50,6 +50,8 @@ ASSUMED_REPLICA_RPS = {"small": 6.0, "large": 3.0, None: 3.0}
 MIN_REPLICA_RPS, MAX_REPLICA_RPS = 1e-6, 1_000_000
 #: The most GPUs a fleet may have.
 MAX_GPUS = 1_000_000
+#: The highest price per GPU-hour a note may give, dollars (the bill then stays finite).
+MAX_PRICE = 1_000_000
 
 _FLEET_KEYS = {"gpus", "serving_stack", "objectives", "routing", "trace_window",
                "price_per_gpu_hour"}
@@ -183,9 +185,9 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
     price = fleet.get("price_per_gpu_hour")
     if _blank(price):
         price = None
-    elif not _is_number(price) or not math.isfinite(price) or price < 0:
+    elif not _is_number(price) or not math.isfinite(price) or not 0 <= price <= MAX_PRICE:
         problems.append(f"[fleet] price_per_gpu_hour = {_short(price)}: must be a finite "
-                        "number >= 0 (dollars per GPU-hour)")
+                        f"number from 0 to {MAX_PRICE:,} (dollars per GPU-hour)")
         price = None
     fleet_objectives = _objectives(fleet.get("objectives"), "[fleet] objectives", problems)
 

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from .cluster.routing import ROUTERS
+from .harness.toml_tables import out_folder
 from .perf.catalog import GPUS, MODELS
 
 __all__ = ["add_serving_parser"]
@@ -95,7 +96,8 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reference", action="store_true",
                    help="use the plain reference simulator (every iteration; slow)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
-    p.add_argument("--out", metavar="DIR", help="write report.md, PNG plots and result.json")
+    p.add_argument("--out", metavar="DIR", type=out_folder,
+                   help="write report.md, PNG plots and result.json")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

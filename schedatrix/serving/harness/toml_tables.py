@@ -3,13 +3,14 @@ each refusal one line that names the file, the table and what is allowed."""
 
 from __future__ import annotations
 
+import argparse
 import tomllib
 from pathlib import Path
 
 from ...errors import InputError
 from ...traces.blocks import regular_file
 
-__all__ = ["read_toml", "table", "tables", "unknown", "file_path"]
+__all__ = ["read_toml", "table", "tables", "unknown", "file_path", "out_folder"]
 
 
 def read_toml(path: str | Path, what: str) -> dict:
@@ -68,3 +69,12 @@ def file_path(value, base: Path | None, key: str, where: str) -> Path:
     if not p.is_file():
         raise InputError(f"{key} {str(p)!r}: no such file")
     return p
+
+
+def out_folder(text: str) -> str:
+    """A report folder named on the command line (``--out``): a blank name is refused (it
+    would write into the current folder, or nowhere, without a word)."""
+    if not text.strip():   # argparse shows this message ("argument --out: ...")
+        raise argparse.ArgumentTypeError(f"{text!r}: name a folder for the report (a blank "
+                                         "name would write into the current folder)")
+    return text
