@@ -6,7 +6,9 @@ A design is **accepted** when, in every run:
 - without faults, every class with SLOs has at least ``attainment`` of its requests within them;
 - with the faults, no request is lost (every request ends: completed, rejected or failed), at
   least ``fault_attainment`` of requests meet their SLOs (if stated), and every fault's
-  recovery time is at most ``max_recovery_s`` (if stated; "never" fails it).
+  recovery time is at most ``max_recovery_s`` (if stated; "never" fails it). Even when no
+  limit is stated, a fault the fleet never recovers from within the run fails the design
+  (``recovery_required``, on by default): a design that stays down is not accepted.
 
 The **chosen design** is the cheapest accepted one (cost per million output tokens at the stated
 price, fewer GPUs on a tie).
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...errors import InputError
 from ..cluster.deployment import Design
 from ..cluster.faults import Fault, Resilience
 from ..figures.metrics import Figures, figures
@@ -36,17 +39,23 @@ __all__ = ["FaultCriteria", "Accepted", "accept", "decision_record", "runbook",
 
 @dataclass(frozen=True)
 class FaultCriteria:
-    """max_recovery_s : every fault's recovery time at most this (None: reported only)
+    """max_recovery_s : every fault's recovery time at most this (None: no limit)
     fault_attainment : share of requests within their SLOs under the faults (None: reported)
-    window_s, tolerance, hold : how recovery time is measured (see :mod:`.recovery`)"""
+    window_s, tolerance, hold : how recovery time is measured (see :mod:`.recovery`)
+    recovery_required : a fault never recovered from within the run fails the design, with
+    or without ``max_recovery_s`` (default True; False: without a limit, reported only)"""
 
     max_recovery_s: float | None = None
     fault_attainment: float | None = None
     window_s: float = 10.0
     tolerance: float = 0.25
     hold: int = 3
+    recovery_required: bool = True
 
     def __post_init__(self):
+        if not isinstance(self.recovery_required, bool):
+            raise InputError(f"recovery_required must be true or false, got "
+                             f"{self.recovery_required!r}")
         if self.max_recovery_s is not None:
             check_real("max_recovery_s", self.max_recovery_s, 0.0, 1e9)
         if self.fault_attainment is not None:
@@ -92,6 +101,11 @@ class Accepted:
                         took = "never" if f.recovery_s is None else f"{f.recovery_s:g} s"
                         why.append(f"run {k + 1}: {f.fault} recovered {took} (at most "
                                    f"{c.max_recovery_s:g} s)")
+            elif c.recovery_required:
+                for f in figs:
+                    if f.recovery_s is None:
+                        why.append(f"run {k + 1}: {f.fault} never recovered within the run "
+                                   "(recovery is required)")
         return why
 
     @property
@@ -183,6 +197,11 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
         lines.append(f"4. Every fault's recovery time (windowed p95 TTFT and goodput back "
                      f"within {fc.tolerance:.0%} of their pre-fault level for {fc.hold} "
                      f"windows of {fc.window_s:g} s) is at most {fc.max_recovery_s:g} s.")
+    elif fc.recovery_required and faults:
+        lines.append(f"4. The fleet recovers from every fault within the run (windowed p95 "
+                     f"TTFT and goodput back within {fc.tolerance:.0%} of their pre-fault "
+                     f"level for {fc.hold} windows of {fc.window_s:g} s); no time limit is "
+                     f"set.")
     lines += ["", "## Options and evidence", "",
               "| design | GPUs | $/M tok | TTFT p95 (95% interval) | ITL p95 | goodput/s | "
               "in SLO | KV peak | with faults: in SLO | recovery | accepted |",
@@ -315,7 +334,8 @@ def accept_json(results: list[Accepted]) -> dict:
     pick = chosen(results)
     return {
         "chosen": pick.design.name if pick else None,
-        "designs": [{**design_json(a.outcome), "accepted": a.accepted, "reasons": a.reasons(),
+        "designs": [{**design_json(a.outcome), "passed_without_faults": a.outcome.passed,
+                     "passed": a.accepted, "accepted": a.accepted, "reasons": a.reasons(),
                      "with_faults": [f.as_dict() for f in a.with_faults],
                      "faults": [[x.as_dict() for x in run] for run in a.fault_figures]}
                     for a in results],

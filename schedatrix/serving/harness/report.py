@@ -125,6 +125,8 @@ def markdown(comparisons: dict[str, Comparison], scenario: Scenario,
               "", "```", table(main), "```", ""]
     for o in main.outcomes:
         lines += [f"### {o.design.name}", "", o.verdict(), ""]
+        if o.rejections():
+            lines += [o.rejections() + ".", ""]
         if len(o.runs) > 1:
             lines += ["| figure | mean | 95% interval |", "|---|---|---|"]
             for k in ("ttft_p95", "itl_p95", "tpot_p95", "queue_p95", "goodput_rps",
