@@ -127,6 +127,29 @@ def test_the_plot_redraws_what_changed():
     assert bytes(a.image.value) != first and bytes(a.image.value).startswith(b"\x89PNG")
 
 
+def test_knobs_turned_at_once_in_two_threads_show_one_run():
+    """JupyterLab hands widget messages to kernel subshells: two knob turns can update at
+    once; the readouts and the picture end on the run the knobs say, drawn whole."""
+    import threading
+
+    a = ServingApp()
+    for round_ in range(3):
+        turns = [threading.Thread(target=setattr, args=(a.knobs["rate"], "value",
+                                                         4.0 + round_)),
+                 threading.Thread(target=setattr, args=(a.knobs["seed"], "value", 7 + round_))]
+        for t in turns:
+            t.start()
+        for t in turns:
+            t.join()
+        s = a.setting()
+        assert (s.rate_rps, s.seed) == (4.0 + round_, 7 + round_)
+        f, _run = direct(s)
+        assert a.outcome.runs[0] == f
+        assert a.text("ttft") == (f"TTFT p50 / p95 {seconds_text(f.ttft_p50)} / "
+                                  f"{seconds_text(f.ttft_p95)}")
+        assert bytes(a.image.value) == bytes(ServingApp(s).image.value)
+
+
 def test_a_refused_design_shows_the_simulator_message_and_recovers():
     a = ServingApp(plots_on=False)
     a.knobs["model"].value = "llama-3.1-70b"             # on one A100: does not fit
