@@ -889,6 +889,15 @@ def test_12_one_replica_has_nothing_to_fail_over_to():
                "TP1 loses none, but keeps only 84.1% to 85.1% within their SLOs")
 
 
+def test_the_serving_docs_quote_lesson_12():
+    docs = " ".join((NOTEBOOKS.parent / "docs" / "serving.md").read_text().split())
+    assert ("3 x TP1 recovers from the crash in 70 s in one run of three and 2 x TP2 in 100 s and "
+            "90 s in two, and both are refused (the limit is 60 s); 4 x TP1 is chosen") in docs
+    rows = review_rows()
+    assert "30 s   30 s   70 s  no:" in rows["3 x TP1"] and "30 s  100 s   90 s  no:" in \
+        rows["2 x TP2"] and rows["4 x TP1"].endswith("yes")
+
+
 def test_the_serving_docs_quote_lesson_10():
     docs = " ".join((NOTEBOOKS.parent / "docs" / "serving.md").read_text().split())
     assert ("the prefix-aware router finds 65.5% of prompt tokens cached against round robin's "
