@@ -205,6 +205,25 @@ def test_request_plot_clips_to_its_range():
     assert png.startswith(b"\x89PNG")
 
 
+def test_the_request_plot_reads_at_the_size_the_app_shows_it():
+    """Lesson 07's app showed its plot's words at 8 pixels (8 pt at 72 dpi, shown 1:1): every
+    text is now at least 12 pixels high where the app draws it, ticks plain numbers."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    a = ServingApp(groups=("load", "slo", "seed"))
+    fig = a._plot.fig
+    shown = int(a.image.layout.width.removesuffix("px")) / fig.bbox.width   # widget px per px
+    FigureCanvasAgg(fig).draw()
+    texts = [t for ax in fig.axes for t in (ax.title, ax._left_title, ax.xaxis.label,
+                                             ax.yaxis.label, *ax.get_xticklabels(),
+                                             *ax.get_yticklabels(), *ax.get_legend().get_texts())
+             if t.get_text()]
+    assert len(texts) > 20
+    for t in texts:
+        assert t.get_fontsize() * fig.dpi / 72 * shown >= 12, t.get_text()
+    ticks = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    assert "0.001" in ticks and "1000" in ticks and not any("^" in t for t in ticks)
+
+
 def test_seconds_text():
     assert [seconds_text(x) for x in (0.0042, 0.123, 2.5, float("nan"))] == [
         "4.2 ms", "123 ms", "2.50 s", "-"]
