@@ -889,6 +889,27 @@ def test_12_one_replica_has_nothing_to_fail_over_to():
                "TP1 loses none, but keeps only 84.1% to 85.1% within their SLOs")
 
 
+def test_12_the_answers_read_what_their_runs_print():
+    # tests/test_lesson_claims.py runs the folded code and holds its text to what it prints;
+    # here the sentences under it are held to that text
+    shown = prose("12").split("<summary><b>Answers</b>", 1)[1].split("```text", 1)[1]
+    shown = shown.split("```", 1)[0]
+    one, ninety, five = shown.split(", recovery at most ")[1:]
+    says("12", "(1) On one seed (seed 0) every design recovers from the crash within 60 s and all "
+               "four are accepted; the chosen design is then 3 x TP1, the cheapest.")
+    assert one.count(": accepted") == 4 and "3 x TP1 crash recovered in 30 s: accepted" in one
+    assert one.startswith("60 s:") and one.rstrip().endswith("chosen: 3 x TP1 3 seeds")
+    says("12", "(2) With the limit at 90 s, 3 x TP1's 70 s passes and it is chosen; 2 x TP2's 100 "
+               "s still refuses it.")
+    assert ninety.startswith("90 s:") and five.startswith("60 s:")
+    assert "3 x TP1 crash recovered in 30 s, 30 s, 70 s: accepted" in ninety
+    assert "2 x TP2 crash recovered in 30 s, 100 s, 90 s: refused chosen: 3 x TP1" in ninety
+    says("12", "(3) No: in the fifth seed 4 x TP1 recovers from the crash in 70 s, and no design "
+               "is accepted.")
+    assert "4 x TP1 crash recovered in 10 s, 10 s, 10 s, 10 s, 70 s: refused" in five
+    assert five.count(": refused") == 4 and "chosen: none, no design is accepted" in five
+
+
 def test_the_serving_docs_quote_lesson_12():
     docs = " ".join((NOTEBOOKS.parent / "docs" / "serving.md").read_text().split())
     assert ("3 x TP1 recovers from the crash in 70 s in one run of three and 2 x TP2 in 100 s and "
