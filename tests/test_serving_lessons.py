@@ -886,7 +886,7 @@ def test_12_one_replica_has_nothing_to_fail_over_to():
     assert "2 x TP1: failed after their retries 0, 0, 0; within SLOs 85.1%, 84.6%, 84.1%; " \
            "not accepted" in text
     says("12", "1 x TP2 keeps 86.5% to 86.7% within their SLOs (90% needed) and is refused. 2 x "
-               "TP1 loses none, but keeps only 84.1% to 85.1% within their SLOs")
+               "TP1 has no request fail, but keeps only 84.1% to 85.1% within their SLOs")
 
 
 def test_12_the_answers_read_what_their_runs_print():
