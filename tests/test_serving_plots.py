@@ -186,3 +186,19 @@ def test_series_legend_fits_any_number_of_designs(n):
     lb = box(legend, renderer)
     assert lb[0] >= 0 and lb[1] >= 0 and lb[2] <= fig.bbox.width and lb[3] <= fig.bbox.height
     assert all(not boxes_overlap(lb, box(ax, renderer)) for ax in fig.axes)
+
+
+def test_the_design_page_plot_reads_at_the_size_the_page_shows_it():
+    """The design page drew its words at 7 pt on 80 dpi, shown 1:1 (8 pixels): every text is
+    now at least 11 pixels high where the page shows it."""
+    from schedatrix.course.design_app import DesignApp
+    fig = cost_figure(comparison())
+    shown = int(DesignApp().plot.layout.width.removesuffix("px")) / fig.bbox.width
+    FigureCanvasAgg(fig).draw()
+    (ax,) = fig.axes
+    texts = [t for t in (ax._left_title, ax.xaxis.label, ax.yaxis.label,
+                         *ax.get_xticklabels(which="both"), *ax.get_yticklabels(which="both"),
+                         *ax.get_legend().get_texts(), *annotations(ax)) if t.get_text()]
+    assert len(texts) > 12
+    for t in texts:
+        assert t.get_fontsize() * fig.dpi / 72 * shown >= 11, t.get_text()
