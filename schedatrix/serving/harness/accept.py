@@ -32,6 +32,7 @@ from ..numbers import check_real
 from ..sim.simulate import simulate
 from .acceptance import Criteria, Outcome, evaluate, interval
 from .outcome_json import design_json
+from .plot_text import plain_ticks
 
 __all__ = ["FaultCriteria", "Accepted", "accept", "decision_record", "runbook",
            "write_accept_report"]
@@ -168,6 +169,31 @@ def _fmt(v, unit=" s") -> str:
     return f"{v:.3g}{unit}"
 
 
+def _recovery_of(figs: list[FaultFigures], fault: Fault) -> float | None:
+    """The recovery time of ``fault`` among one run's figures (None: never, or not there)."""
+    return next((x.recovery_s for x in figs if x.fault == fault.text()), None)
+
+
+def _recovery_cell(a: Accepted, fc: FaultCriteria) -> str:
+    """Every run's recovery time, fault by fault (faults apart by "; "), those over the limit
+    (or never, when recovery is required) in bold: the runs that refused a design are the ones
+    a reader must see."""
+    if not a.fault_figures:
+        return "-"
+    limit = fc.max_recovery_s
+
+    def refused(r: float | None) -> bool:
+        if r is None:
+            return limit is not None or fc.recovery_required
+        return limit is not None and r > limit
+
+    cells = []
+    for f in a.faults:
+        runs = [_recovery_of(figs, f) for figs in a.fault_figures]
+        cells.append(", ".join(f"**{_fmt(r)}**" if refused(r) else _fmt(r) for r in runs))
+    return "; ".join(cells)
+
+
 def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
                     criteria: Criteria, fc: FaultCriteria, synthetic: bool,
                     plots: dict[str, str] | None = None) -> str:
@@ -202,16 +228,16 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
                      f"TTFT and goodput back within {fc.tolerance:.0%} of their pre-fault "
                      f"level for {fc.hold} windows of {fc.window_s:g} s); no time limit is "
                      f"set.")
+    recovery_head = "recovery, each run" + (
+        f" ({'; '.join(f.text() for f in faults)})" if len(faults) > 1 else "")
     lines += ["", "## Options and evidence", "",
               "| design | GPUs | $/M tok | TTFT p95 (95% interval) | ITL p95 | goodput/s | "
-              "in SLO | KV peak | with faults: in SLO | recovery | accepted |",
+              f"in SLO | KV peak | with faults: in SLO | {recovery_head} | accepted |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in results:
         o = a.outcome
         m, lo, hi = interval(o.values("ttft_p95"))
-        rec = [r for k in range(len(a.fault_figures)) for r in a.recovery(k)]
-        rec_text = ", ".join(_fmt(r) for r in rec[:3]) + (" ..." if len(rec) > 3 else "") \
-            if rec else "-"
+        rec_text = _recovery_cell(a, fc)
         under = interval([f.slo_attainment for f in a.with_faults])[0] if a.with_faults \
             else math.nan
         verdict = {True: "yes", False: "no", None: "no verdict"}[a.accepted]
@@ -352,15 +378,25 @@ def plot_recovery(a: Accepted, ax=None):
     starts, p95, good = a.series
     ax[0].plot(starts, p95, drawstyle="steps-post")
     ax[0].set_yscale("log")
+    plain_ticks(ax[0].yaxis)
     ax[0].set_ylabel("p95 TTFT (s)")
     ax[1].plot(starts, good, drawstyle="steps-post")
+    ax[1].set_ylim(bottom=0)
     ax[1].set_ylabel("goodput (requests/s)")
     ax[1].set_xlabel("time (s)")
     for f in a.faults:
         for axis in ax:
             axis.axvspan(f.at_s, f.at_s + (f.down_s or 0), color="C3", alpha=0.15)
             axis.axvline(f.at_s, color="C3", lw=1)
-    ax[0].set_title(f"{a.design.name}: faults shaded")
+    back = [(f, _recovery_of(a.fault_figures[0], f)) for f in a.faults] if a.fault_figures \
+        else []
+    for f, rec in back:
+        if rec is not None:
+            for axis in ax:
+                axis.axvline(f.at_s + rec, color="C2", lw=1, ls="--")
+    said = ", ".join(f"{f.text()} in {_fmt(rec)}" for f, rec in back)
+    ax[0].set_title(f"{a.design.name}, first run: faults shaded" + (
+        f"; recovered (green, dashed): {said}" if said else ""), fontsize=9, loc="left")
     if fig is not None:
         fig.tight_layout()
     return fig
