@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_in_process
 
 from schedatrix import examples
 from schedatrix.errors import InputError
@@ -35,8 +36,7 @@ def _with(count: int, **pool) -> dict:
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "schedatrix", "serving", "plan", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return run_in_process("serving", "plan", *args)
 
 
 @pytest.fixture(scope="module")
