@@ -1,13 +1,14 @@
 """Grading a class: wall time and CPU per notebook of `schedatrix grade`, beside a reference.
 
 Builds a class of N notebooks (default 100: the four exercises in turn; most right, some
-wrong, some untouched), grades it as `schedatrix grade --jobs J` does (each notebook in its own
-sandbox, the checks served by this process), and prints the wall time, the CPU seconds per
-notebook and the projection for the whole class. The reference, in the same run, is what
-grading did before: plain `python -m pytest --nbval-lax` on each notebook, J at a time, with no
-sandbox and no checker, on the first R notebooks (default 10). On the same R notebooks, one
-at a time, it measures the CPU one notebook costs (inside the sandbox: pytest and the kernel;
-outside: the checker), which gives the class's time on J idle cores.
+wrong, some untouched), grades it as `schedatrix grade --jobs J` does (each notebook first in
+the grader's own sandboxed evaluation, its checks run by this process, then, when that passes,
+its own run under nbval in a sandbox), and prints the wall time, the CPU seconds per notebook
+and the projection for the whole class. The reference, in the same run, is plain
+`python -m pytest --nbval-lax` on each notebook, J at a time, with no sandbox and no checker,
+on the first R notebooks (default 10). On the same R notebooks, one at a time, it measures the
+CPU one notebook costs (this process's checks, and every process the two sandboxed runs
+started), which gives the class's time on J idle cores.
 
     .venv/bin/python benchmarks/bench_grading.py [--notebooks 100] [--jobs 2] [--reference 10]
 
@@ -28,23 +29,38 @@ from pathlib import Path
 
 import nbformat
 
+from schedatrix.classroom.evaluation import evaluate
 from schedatrix.classroom.exercises import exercise_of
-from schedatrix.classroom.grade_folder import grade_folder, run_in_sandbox
+from schedatrix.classroom.grade_folder import grade_folder
+from schedatrix.classroom.grade_notebook import verdicts
+from schedatrix.classroom.nbval_sandbox import run_nbval
 from schedatrix.classroom.sandbox import Limits, choose
+from schedatrix.classroom.submissions import parse_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months"]
 
 
-def cpu_per_notebook(paths: list[Path], box) -> float:
-    """Mean CPU seconds one notebook costs: the sandboxed run (as it reports) plus the
-    checker's work in this process."""
-    total = 0.0
+def cpu_per_notebook(paths: list[Path], box) -> tuple[float, float, float]:
+    """Mean CPU seconds one notebook costs, graded step by step as `grade_notebook` does:
+    (this process's checks, the sandboxed evaluation, the sandboxed nbval run), each sandboxed
+    run as it reports its own and its children's CPU (a sandbox's processes are not this
+    process's children)."""
+    mine = evaluation_s = nbval_s = 0.0
+    limits = Limits()
     for path in paths:
+        data = path.read_bytes()
+        nb, _ = parse_notebook(data)
+        exercise = exercise_of(path.stem)
         start = time.thread_time()
-        run = run_in_sandbox(path.read_bytes(), exercise_of(path.stem), box, Limits())
-        total += time.thread_time() - start + float(run.summary.get("cpu_s", 0.0))
-    return total / len(paths)
+        evaluation = evaluate(nb, exercise, box, limits)
+        evaluation_s += evaluation.cpu_s
+        if evaluation.passed:
+            run = run_nbval(data, exercise, box, limits, verdicts(evaluation))
+            nbval_s += float(run.summary.get("cpu_s", 0.0))
+        mine += time.thread_time() - start
+    n = len(paths)
+    return mine / n, evaluation_s / n, nbval_s / n
 
 
 def build_class(folder: Path, count: int) -> list[Path]:
@@ -115,9 +131,11 @@ def main() -> int:
               f"{passed} pass, {n - passed} fail")
         if args.reference:
             sample = paths[: args.reference]
-            cpu_s = cpu_per_notebook(sample, box)
-            print(f"  CPU per notebook (mean of {len(sample)}, one at a time): {cpu_s:.2f} s; "
-                  f"a class of 100 on {args.jobs} idle cores: about "
+            mine, evaluation_s, nbval_s = cpu_per_notebook(sample, box)
+            cpu_s = mine + evaluation_s + nbval_s
+            print(f"  CPU per notebook (mean of {len(sample)}, one at a time): {cpu_s:.2f} s "
+                  f"(checks here {mine:.2f} s, evaluation {evaluation_s:.2f} s, nbval run "
+                  f"{nbval_s:.2f} s); a class of 100 on {args.jobs} idle cores: about "
                   f"{cpu_s * 100 / args.jobs / 60:.1f} min")
             ref_s = reference(sample, args.jobs, Path(tmp))
             each_s = ref_s / len(sample)

@@ -146,7 +146,7 @@ def test_a_tighter_objective_gives_a_lower_capacity(hour):
 
 
 @pytest.mark.parametrize("kwargs, why", [
-    ({"large_model": "Mixtral 8x7B"}, "the simulator's catalog has no model 'Mixtral 8x7B'"),
+    ({"large_model": "DeepSeek V3"}, "the simulator's catalog has no model 'DeepSeek V3'"),
     ({"large_model": "Llama 3.1 70B", "large_gpus": 2},
      "one replica of llama-3.1-70b on 2 x a100-80gb can't be built: model: llama-3.1-70b does "
      "not fit"),

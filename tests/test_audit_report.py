@@ -15,7 +15,14 @@ from schedatrix.audit.audit import Settings, audit_files
 from schedatrix.audit.cli import add_audit_parser
 from schedatrix.audit.explorer import explorer, routing_table
 from schedatrix.audit.note import load_note, parse_note
-from schedatrix.audit.report import markdown, to_json, verdict, write_report
+from schedatrix.audit.report import (
+    markdown,
+    plot_demand,
+    plot_replicas,
+    to_json,
+    verdict,
+    write_report,
+)
 from schedatrix.audit.synth import (
     HOUR_FILES,
     constant_rate_csv,
@@ -216,6 +223,28 @@ def test_report_writes_into_a_fresh_directory(tmp_path):
     a = audit_files(load_note(EXAMPLE), [(f, None)])
     paths = write_report(a, tmp_path / "deep" / "er")
     assert all(p.exists() for p in paths.values())
+
+
+def _tick_values(ax) -> list[float]:
+    low, high = ax.get_ylim()
+    return [t for t in ax.get_yticks() if low <= t <= high]
+
+
+def test_replica_axes_tick_whole_numbers_from_zero():
+    """Replicas are counted: the lesson 06 hour once ticked 0.8, 1.0, 1.2 and -1."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    h = packaged_hour()
+    a = audit_files(load_note(EXAMPLE), [(h["large"], "large"), (h["small"], "small")])
+    fig = plot_replicas(a)
+    FigureCanvasAgg(fig).draw()
+    for ax in fig.axes:
+        ticks = _tick_values(ax)
+        assert ticks and all(float(t).is_integer() and t >= 0 for t in ticks), ticks
+        assert ax.get_ylim()[0] == 0
+    demand = plot_demand(a)
+    FigureCanvasAgg(demand).draw()
+    assert all(min(_tick_values(ax)) >= 0 for ax in demand.axes)
 
 
 def test_progress_sees_every_row(tmp_path):

@@ -104,3 +104,44 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(args, words):
     assert lines[0].startswith("schedatrix: error: ")
     assert words in lines[0]
     assert "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- grade and make-exercises
+
+
+_PLAIN_INSTALL = ("import sys\n"
+                  "sys.modules['nbformat'] = None  # a plain install: no test extra\n"
+                  "from schedatrix.cli import main\n"
+                  "sys.exit(main(sys.argv[1:]))\n")
+
+
+@pytest.mark.parametrize("args", [["grade", "{tmp}"], ["make-exercises", "--check",
+                                                       "--exercises", "{tmp}/ex"]])
+def test_a_plain_install_names_the_extra_in_one_line(tmp_path, args):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "01_score.ipynb").write_text("{}")
+    argv = [a.format(tmp=tmp_path) for a in args]
+    r = subprocess.run([sys.executable, "-c", _PLAIN_INSTALL, *argv], capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "nbformat" in lines[0] and "pip install 'schedatrix[test]'" in lines[0]
+
+
+def test_grade_without_a_sandbox_stops_in_one_line_saying_why(tmp_path, monkeypatch, capsys):
+    from schedatrix.classroom import sandbox
+
+    reasons = {"bubblewrap": "bwrap is not installed",
+               "setuid": "the sandbox's uid cannot read /root (mode 0700, owner uid 0), on "
+                         "the way to /root/.pyenv/versions/3.11.7/bin/python3.11"}
+    monkeypatch.setattr(sandbox, "_probed", lambda kind: reasons.get(kind, ""))
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "01_score.ipynb").write_text("{}")
+    assert main(["grade", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing was graded
+    line, = captured.err.strip().splitlines()
+    assert "--sandbox auto found no sandbox here" in line
+    assert "bubblewrap: bwrap is not installed" in line and "cannot read /root" in line
+    assert "apt-get install bubblewrap" in line and "--sandbox none" in line

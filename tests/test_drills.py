@@ -17,9 +17,10 @@ import pytest
 
 import schedatrix as s
 from schedatrix.cli import build_parser, plan_from_args
-from schedatrix.course.drill_bank import KINDS
+from schedatrix.course.drill_bank import KINDS, LOOKUPS
 from schedatrix.course.drill_kit import format_drill_set
 from schedatrix.course.drills import (
+    MAX_LOOKUPS,
     MONTH_KINDS,
     PER_DRILL,
     QUESTION_KINDS,
@@ -90,6 +91,47 @@ def test_every_kind_is_asked_in_a_fair_share_of_drills_in_varied_order(many):
         assert d.month.signature == MONTH_KINDS[d.kind]
 
 
+def test_lookups_are_a_minority_of_the_questions(many):
+    """The bank once drew the four lookups (a card's score, floor(share x N), the median test,
+    reading a signature) for 57% of its questions. Now at most two of a drill's five are
+    lookups where the month allows a set of five with so few, which over drills 0 to 399 is
+    9 drills in 10 (a shortfall, whose run set and ideal take every card, often does not), no
+    drill holds more than three, and lookups are at most 36% of the questions (33% measured);
+    the run set, wrong evictions and convergence kinds ask at least 30% (36% measured, 18%
+    before)."""
+    assert LOOKUPS == {"score", "evictions", "median_test", "signature_reading"}
+    per_drill = [len(LOOKUPS.intersection(q.id for q in d.questions)) for d in many]
+    assert max(per_drill) <= MAX_LOOKUPS + 1
+    assert sum(n <= MAX_LOOKUPS for n in per_drill) >= 0.85 * MANY, Counter(per_drill)
+    asked = Counter(q.id for d in many for q in d.questions)
+    total = sum(asked.values())
+    assert sum(asked[k] for k in LOOKUPS) <= 0.36 * total, asked
+    worked = ("run_set", "run_set_shape", "wrong_evictions", "wrong_at_share", "convergence")
+    assert sum(asked[k] for k in worked) >= 0.30 * total, asked
+    assert max(asked.values()) <= 0.12 * total, asked  # no kind over 12% of the questions
+
+
+def test_the_failing_check_leaves_the_eviction_figure_to_be_read(many):
+    """It used to state all three figures (delivered, convergence, the wrong share): now the
+    eviction check's figure is read off the pool's true rates and the evicted cards'."""
+    posed = [(d, d.question("failing_check")) for d in many
+             if "failing_check" in [q.id for q in d.questions]]
+    assert len(posed) >= 0.3 * MANY
+    for d, q in posed:
+        m = d.month
+        percents = [v for unit, v in _printed(q.prompt) if unit == "%"]
+        assert percents == [round(100 * m.convergence, 1)], q.prompt  # only convergence
+        assert "of its evictions" not in q.prompt and "wrong" not in q.prompt
+        if m.evicted:
+            rates = _rates(q.prompt, "best first: ")
+            gone = _rates(q.prompt, "truly serve ")
+            assert len(gone) == m.evicted and len(rates) == m.cards
+            wrong = sum(x >= statistics.median(rates) for x in gone)
+            assert wrong == m.wrong_evictions
+        else:
+            assert "evicted no card" in q.prompt
+
+
 def _answers(many, kind):
     return [q.answer for d in many for q in d.questions if q.id == kind]
 
@@ -109,6 +151,12 @@ def test_count_answers_are_not_dominated_by_one_value(many):
     assert wrong[0] <= 0.5 * sum(wrong.values()), wrong
     evictions = Counter(_answers(many, "evictions"))
     assert max(evictions.values()) <= 0.25 * sum(evictions.values()), evictions
+    at_share = Counter(_answers(many, "wrong_at_share"))
+    assert at_share[0] <= 0.5 * sum(at_share.values()), at_share
+    assert sum(n for k, n in at_share.items() if k >= 2) >= 0.1 * sum(at_share.values())
+    for kind in ("run_set_shape", "ideal_run"):
+        counts = Counter(_answers(many, kind))
+        assert max(counts.values()) <= 0.2 * sum(counts.values()), (kind, counts)
     every, prefix = 0, 0
     for d in many:
         if "run_set" in [q.id for q in d.questions]:
@@ -116,6 +164,9 @@ def test_count_answers_are_not_dominated_by_one_value(many):
             every += d.question("run_set").answer == survivors
             prefix += d.question("run_set").answer < survivors
     assert every <= prefix, (every, prefix)  # 417 of 600 were "every survivor" before
+    every = sum(d.question("run_set_shape").answer == d.month.cards - d.month.evicted
+                for d in many if "run_set_shape" in [q.id for q in d.questions])
+    assert every <= 0.3 * len(_answers(many, "run_set_shape")), every
 
 
 # ---------------------------------------------------------------------------- no leaks
@@ -221,6 +272,25 @@ def test_answers_agree_with_the_library(many):
                 assert m.signature in q.prompt
                 assert q.answer == {"111": "clean", "101": "golden idler",
                                     "110": "noise evictor", "011": "shortfall"}[m.signature]
+            elif q.id == "ideal_run":
+                assert q.answer == m.ideal_cards
+                rates = _rates(q.prompt, "best first: ")
+                assert sorted(rates) == sorted(round(t) for t in m.pool.true_tok_s)
+            elif q.id == "run_set_shape":
+                would = re.search(r"Were the demand (lazy|steady with (\d+)% headroom) instead",
+                                  q.prompt)
+                knobs = ({"shape": "lazy"} if would.group(1) == "lazy" else
+                         {"shape": "steady", "headroom": int(would.group(2)) / 100})
+                assert q.answer == s.simulate(d.plan.with_knobs(**knobs)).warm
+                assert knobs["shape"] != d.plan.shape or knobs["headroom"] != d.plan.headroom
+            elif q.id == "wrong_at_share":
+                share = Decimal(re.search(r"Were the eviction share (\d+)%", q.prompt)
+                                .group(1)) / 100
+                assert share != Decimal(str(d.plan.evict_share))
+                k = math.floor(share * d.plan.cards)
+                worst = sorted(range(m.cards), key=lambda i: (m.pool.measured_tok_s[i], i))[:k]
+                median = statistics.median(m.pool.true_tok_s)
+                assert q.answer == sum(m.pool.true_tok_s[i] >= median for i in worst)
             elif q.id == "median_test":
                 rates = _rates(q.prompt, "best first: ")
                 card = float(re.search(r"kept the card that truly serves ([\d,]+)", q.prompt)

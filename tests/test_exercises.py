@@ -4,6 +4,7 @@ grade command's table agrees with nbval."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from schedatrix.classroom.release import (
     stub_source,
     write_release,
 )
+from schedatrix.classroom.sandbox import package_dir as s_package_dir
 from schedatrix.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,6 +230,27 @@ def test_every_exercise_fails_untouched_and_passes_with_its_solution(tmp_path):
 
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_the_graders_evaluation_passes_each_solution_and_fails_each_stub(name, sandbox):
+    """Without the library's answers, the solutions' own functions still pass every check,
+    and the untouched exercise fails on its stub, in the words the student sees."""
+    from schedatrix.classroom.evaluation import evaluate
+    from schedatrix.classroom.exercises import EXERCISES as REGISTRY
+    from schedatrix.classroom.sandbox import Limits
+
+    exercise, limits = REGISTRY[name], Limits(notebook_timeout_s=240)
+    solved = evaluate(nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4), exercise,
+                      sandbox, limits)
+    assert solved.passed, solved.failure
+    assert [s.check for s in solved.sessions] == [c.name for c in exercise.checks]
+    assert all(s.message.endswith("Well done!") for s in solved.sessions)
+    stub = evaluate(nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4), exercise,
+                    sandbox, limits)
+    assert not stub.passed
+    assert stub.failure.startswith(f"{exercise.checks[0].name}: NotImplementedError: "), \
+        stub.failure
+
+
 # ----------------------------------------------------------------------------- grade a class
 #
 # One class, graded once (two at a time, as an instructor would): honest students, and every
@@ -268,9 +291,14 @@ def _solved(name: str, dst: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sandbox():
+    """The sandbox `auto` picks here; where there is none, `none`, asked for by name (the
+    tests that need a sandbox skip, saying so)."""
     from schedatrix.classroom.sandbox import choose
 
-    return choose("auto")
+    try:
+        return choose("auto")
+    except InputError:
+        return choose("none")
 
 
 @pytest.fixture(scope="module")
@@ -397,6 +425,35 @@ def graded(tmp_path_factory, sandbox):
     (subs / "corrupt" / "01_score.ipynb").write_text('{"cells": [')
     student("julia", kernel="julia-1.9")
 
+    # issue 18: what got through the first sandbox, each with a wrong answer or none
+    student("forges_session", wrong, check_output=SUCCESS, before_check=[
+        "import schedatrix\n"
+        "from schedatrix.classroom import boundary, grading\n"
+        "with boundary.connect() as channel:  # its own session, answered by the library\n"
+        "    boundary.serve_check(channel, 'check_score', {'score_card': schedatrix.score})\n"
+        f"grading.run_check = lambda name, **functions: print({SUCCESS.strip()!r})"])
+    student("switches_off_refusal", [
+        "import schedatrix as sx\n"
+        "return getattr(sx, 'sc' + 'ore')(true_tok_s, rent_per_month)"], before_check=[
+        "import contextlib\n"
+        "from schedatrix.classroom import boundary\n"
+        "boundary.refused_answers = lambda answers: contextlib.nullcontext([])"])
+    score_py = Path(s_package_dir()) / "fleet" / "score.py"
+    student("execs_library_source", [
+        f"source = open({str(score_py)!r}).read()\n"
+        "namespace = {'__name__': 'schedatrix.fleet.score_again',"
+        " '__package__': 'schedatrix.fleet'}\n"
+        "exec(compile(source, 'score_again', 'exec'), namespace)\n"
+        "return namespace['score'](true_tok_s, rent_per_month)"])
+    student("returns_months", exercise="04_famous_months", bodies=[
+        "return [month] * 1000",
+        "return plan"])
+    student("sleeps_in_check", ["import time\ntime.sleep(10 ** 6)"])
+    (subs / "fifo").mkdir()
+    os.mkfifo(subs / "fifo" / "01_score.ipynb")
+    student("zz_evil\n\x1b[2Jalice  01_score  pass", [
+        "raise ValueError('no\\nalice  01_score  pass\\x1b[0m')"])
+
     # limits
     student("loops", before_check=["while True:\n    pass"])
     student("eats_memory", before_check=["hog = bytearray(4 * 1024 ** 3)"])
@@ -464,7 +521,7 @@ def test_honest_students_get_the_grade_and_the_message_they_earned(graded):
 
 
 @pytest.mark.parametrize("student, says", [
-    ("replaces_check", "never reached the grader's checker"),
+    ("replaces_check", "divide by a million"),
     ("replaces_reference", "divide by a million|the library.s own answer"),
     ("replaces_math", "divide by a million"),
     ("custom_exc", "divide by a million"),
@@ -475,11 +532,57 @@ def test_honest_students_get_the_grade_and_the_message_they_earned(graded):
     ("forges_report", "divide by a million|never reached|cell "),
     ("calls_library", "called schedatrix.score, the library's own answer"),
     ("just_pass", "check cell changed or removed"),
+    ("forges_session", "divide by a million"),
+    ("switches_off_refusal", "called schedatrix.score, the library's own answer"),
 ])
 def test_each_way_to_cheat_fails(graded, student, says):
     grade = _grade(graded, student)
     assert not grade.passed
     assert re.search(says, grade.failure), grade.failure
+
+
+def test_only_the_graders_own_evaluation_can_pass_a_notebook(graded):
+    """Issue 18, items 1 and 2: a forged session with the right check name, the kernel's
+    refusal switched off, a computed name: none reaches the answer the grader compares with."""
+    forged = _grade(graded, "forges_session")
+    assert not forged.passed and "divide by a million" in forged.failure
+    switched = _grade(graded, "switches_off_refusal")
+    assert not switched.passed
+    assert "score_card(10000 tok/s" not in switched.failure  # refused, not compared
+    assert "called schedatrix.score, the library's own answer" in switched.failure
+
+
+def test_the_library_source_is_out_of_reach_under_bubblewrap(graded, sandbox):
+    grade = _grade(graded, "execs_library_source")
+    if sandbox.kind != "bubblewrap":
+        pytest.skip(f"sandbox {sandbox.kind!r}: the package's files stay readable "
+                    "(docs/grading.md)")
+    assert not grade.passed and "the library's own answer" in grade.failure, grade.failure
+
+
+def test_a_notebook_cannot_hold_the_grader(graded):
+    """Issue 18, item 3: answers are read as plain data (a thousand months are not rebuilt),
+    and a check that never answers ends at its cell's time."""
+    months = _grade(graded, "returns_months", "04_famous_months")
+    assert not months.passed and "return a pair" in months.failure, months.failure
+    sleeps = _grade(graded, "sleeps_in_check")
+    assert not sleeps.passed
+    assert sleeps.failure == (f"code cell 2 (counting code cells from the top): timed out "
+                              f"after {CELL_TIMEOUT_S} s"), sleeps.failure
+
+
+def test_a_pipe_is_refused_unopened_and_a_name_cannot_forge_a_row(graded):
+    """Issue 18, items 4 and 5."""
+    from schedatrix.classroom.grade_folder import format_table
+
+    fifo = _grade(graded, "fifo")
+    assert not fifo.passed and fifo.failure == "not a valid notebook: a named pipe, not a file"
+    evil = next(g for g in graded[0].values() if g.student.startswith("zz_evil"))
+    assert evil.student == "zz_evil\\n\\x1b[2Jalice  01_score  pass"
+    assert "raised ValueError: no\\nalice  01_score  pass\\x1b[0m" in evil.failure
+    table = format_table(list(graded[0].values()))
+    assert "\x1b" not in table and "\r" not in table
+    assert len(table.splitlines()) == len(graded[0]) + 3  # header, rule, rows, total
 
 
 def test_a_plan_subclass_cannot_hide_a_changed_seed(graded):
@@ -497,7 +600,7 @@ def test_templates_come_from_the_package_not_from_a_folder(graded):
 
 def test_the_sandbox_keeps_each_notebook_to_itself(graded, sandbox):
     if sandbox.kind == "none":
-        pytest.skip("no sandbox on this machine (no bubblewrap, not root): nothing to test")
+        pytest.skip("no sandbox here: the class was graded with --sandbox none, by name")
     _, paths = graded
     for path, data in paths["before"].items():
         assert path.read_bytes() == data, f"{path} was changed by a student's code"
@@ -612,12 +715,51 @@ def test_grade_folder_bad_input(tmp_path):
 
 
 def test_a_linked_notebook_is_not_followed(tmp_path):
-    from schedatrix.classroom.grade_folder import read_notebook
+    from schedatrix.classroom.submissions import read_notebook
 
     (tmp_path / "secret").write_text("{}")
     (tmp_path / "link.ipynb").symlink_to(tmp_path / "secret")
     assert read_notebook(tmp_path / "link.ipynb") == (b"", "not a valid notebook: a link, "
                                                            "not a file")
+
+
+def test_a_pipe_or_a_device_is_refused_without_waiting(tmp_path):
+    import threading
+
+    from schedatrix.classroom.submissions import read_notebook
+
+    os.mkfifo(tmp_path / "pipe.ipynb")  # opened for reading, a pipe would wait for a writer
+    (tmp_path / "folder.ipynb").mkdir()
+    found = {}
+    reader = threading.Thread(target=lambda: found.update(
+        pipe=read_notebook(tmp_path / "pipe.ipynb"),
+        folder=read_notebook(tmp_path / "folder.ipynb")), daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "read_notebook waited on a named pipe"
+    assert found["pipe"] == (b"", "not a valid notebook: a named pipe, not a file")
+    assert found["folder"] == (b"", "not a valid notebook: a folder, not a file")
+
+
+def test_each_notebook_is_graded_from_what_was_handed_in(tmp_path):
+    """Issue 18, item 6: under --sandbox none a saboteur can write another student's file,
+    but every notebook was read before any code ran; and every row says there was no
+    sandbox."""
+    from schedatrix.classroom.grade_folder import format_table, grade_folder
+    from schedatrix.classroom.sandbox import Limits
+
+    victim = tmp_path / "b_victim" / "01_score.ipynb"
+    _fill(EXERCISES / "01_score.ipynb", victim, [RIGHT_SCORE])
+    saboteur = tmp_path / "a_saboteur" / "01_score.ipynb"
+    _fill(EXERCISES / "01_score.ipynb", saboteur, [WRONG_SCORE])
+    _edit(saboteur, before_check=[f"open({str(victim)!r}, 'w').write('{{}}')"])
+    grades = grade_folder(tmp_path, jobs=1, sandbox="none",
+                          limits=Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180))
+    assert victim.read_text() == "{}"  # no sandbox: the file was written...
+    assert [(g.student, g.passed) for g in grades] == [("a_saboteur", False),
+                                                         ("b_victim", True)]  # ...too late
+    rows = format_table(grades).splitlines()[2:-1]
+    assert len(rows) == 2 and all("[NO SANDBOX]" in row for row in rows)
 
 
 def test_grade_command_parser_and_bad_input(tmp_path):

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -434,3 +439,199 @@ def test_a_lesson_that_shares_an_exercise_name_is_not_an_exercise():
     assert exercises.is_exercise_notebook(solution, ex)
     student.cells = [c for c in student.cells if "check_score(" not in c.source]
     assert exercises.is_exercise_notebook(student, ex)  # the mark stays when the check goes
+
+
+# -------------------------------------------------------- issue 18: the grader's own evidence
+
+
+def test_answers_are_read_as_plain_data_and_never_rebuilt_into_months(monkeypatch):
+    import schedatrix.fleet.month as month_module
+
+    months = boundary.encode([s.simulate(s.preset("golden-idler").plan)] * 1_000)
+    monkeypatch.setattr(month_module, "simulate", lambda *a, **k: pytest.fail("simulated"))
+    back = boundary.decode(months, months=False)
+    assert len(back) == 1_000 and all(isinstance(m, boundary.Opaque) for m in back)
+    assert "a Month" in repr(back[0])
+    plan = boundary.decode(boundary.encode(s.Plan(cards=12)), months=False)
+    assert type(plan) is s.Plan and plan.cards == 12  # a plan is knobs: rebuilt, not simulated
+
+
+def _in_the_copy(exercise: str, code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh Python that imports the exercise's answer-free copy as the
+    grader's evaluation does (and nothing else of the package)."""
+    from schedatrix.classroom import answer_free
+
+    package = answer_free.package_for(exercises.EXERCISES[exercise])
+    prelude = ("import sys\n"
+               f"sys.path.insert(0, {str(package / 'classroom')!r})\n"
+               "from evaluate_run import only_this_copy\n"
+               f"only_this_copy({str(package.parent)!r})\n"
+               "from schedatrix import _refused\n"
+               "_refused.swap()\n")
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", list(exercises.EXERCISES))
+def test_no_answer_of_an_exercise_is_reachable_in_its_evaluation(name):
+    """Each registered answer either refuses (and is recorded) or is not in the copy at all,
+    and no check, checker or check cell module is there to read the expected answers from."""
+    answers = sorted({a for c in exercises.EXERCISES[name].checks for a in c.answers})
+    code = ("import importlib, schedatrix\n"
+            "assert 'answer-free' in schedatrix.__file__, schedatrix.__file__\n"
+            "refused, absent = [], []\n"
+            f"for answer in {answers!r}:\n"
+            "    module, _, qualname = answer.partition(':')\n"
+            "    try:\n"
+            "        target = importlib.import_module(module)\n"
+            "    except ImportError:\n"
+            "        absent.append(answer)\n"
+            "        continue\n"
+            "    for part in qualname.split('.'):\n"
+            "        target = getattr(target, part)\n"
+            "    try:\n"
+            "        target(*([None] * target.__code__.co_argcount))\n"
+            "    except RuntimeError as exc:\n"
+            "        assert \"library's own answer\" in str(exc), (answer, exc)\n"
+            "        refused.append(answer)\n"
+            "    else:\n"
+            "        raise SystemExit(f'{answer} ran')\n"
+            "assert len(_refused.HITS) == len(refused), _refused.HITS\n"
+            "for gone in ('checks', 'checks_month', 'checks_serving', 'checker', 'grading',\n"
+            "             'exercises', 'evaluation', 'grade_notebook'):\n"
+            "    try:\n"
+            "        importlib.import_module('schedatrix.classroom.' + gone)\n"
+            "    except ImportError:\n"
+            "        continue\n"
+            "    raise SystemExit(f'schedatrix.classroom.{gone} is in the copy')\n"
+            "print(len(refused), sorted(absent))\n")
+    done = _in_the_copy(name, code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    absent = [a for a in answers if a.startswith("schedatrix.classroom.")]
+    assert done.stdout.strip() == f"{len(answers) - len(absent)} {absent}"
+
+
+def test_a_computed_name_reaches_the_refusal_too():
+    done = _in_the_copy("01_score", "import schedatrix as sx\n"
+                                    "try:\n"
+                                    "    getattr(sx, 'sc' + 'ore')(10_000, 2_600)\n"
+                                    "except RuntimeError as exc:\n"
+                                    "    print(exc)\n")
+    assert done.stdout.strip() == ("schedatrix.score() is the library's own answer to this "
+                                   "exercise: write it yourself"), done.stderr[-2000:]
+
+
+def test_stubbing_keeps_signatures_decorators_and_the_rest_of_the_module():
+    from schedatrix.classroom.answer_free import stub_source
+
+    source = ("import functools\n\n\ndef keep(x):\n    return x\n\n\n@functools.cache\n"
+              "def answer(a, b=2):\n    \"\"\"Doc.\"\"\"\n    return a + b  # the answer\n\n\n"
+              "class Model:\n    def method(self, x): return x * 2\n\n\n"
+              "def one_line(x): return x\n")
+    out = stub_source(source, {"answer": "schedatrix.answer", "Model.method":
+                               "schedatrix.Model.method", "one_line": "schedatrix.one_line"})
+    assert "return a + b" not in out and "return x * 2" not in out
+    assert "@functools.cache\ndef answer(a, b=2):\n    raise __import__(" in out
+    assert "def keep(x):\n    return x\n" in out and "def one_line(x): raise" in out
+    assert ".refused('schedatrix.Model.method')" in out
+
+
+def test_only_the_evaluation_decides_a_pass():
+    from schedatrix.classroom.checker import Session
+    from schedatrix.classroom.evaluation import Evaluation
+    from schedatrix.classroom.grade_notebook import decide
+    from schedatrix.classroom.nbval_sandbox import Run
+    from schedatrix.classroom.sandbox import Limits
+
+    ex = exercises.EXERCISES["01_score"]
+    perfect = Run(reached=["check_score"], exit_code=0)  # what a kernel could make up
+    failed = Evaluation([Session("check_score", False, "AssertionError", "wrong")],
+                        "check_score: AssertionError: wrong")
+    assert decide(ex, failed, perfect, Limits()) == (False, "check_score: AssertionError: wrong")
+    passed = Evaluation([Session("check_score", True, "", "ok")])
+    assert decide(ex, passed, perfect, Limits()) == (True, "")
+    assert not decide(ex, passed, None, Limits())[0]
+    skipped = Run(reached=[], exit_code=0)  # the check cell printed, but never asked
+    assert "never reached the grader's checker" in decide(ex, passed, skipped, Limits())[1]
+    broken = Run(reached=["check_score"], exit_code=1,
+                 summary={"failures": [{"where": "Cell 0", "text": "NameError: x"}]})
+    assert decide(ex, passed, broken, Limits()) == (
+        False, "code cell 1 (counting code cells from the top): NameError: x")
+
+
+def test_a_note_names_only_what_the_graded_functions_use():
+    import nbformat
+
+    from schedatrix.classroom.copying import library_calls
+
+    root = exercises.__file__.rsplit("/schedatrix/", 1)[0]
+    for name, ex in exercises.EXERCISES.items():  # item 7: the templates' own imports
+        for folder in ("exercises", "solutions"):
+            nb = nbformat.read(f"{root}/{folder}/{name}.ipynb", as_version=4)
+            assert library_calls(nb, ex) == "", (folder, name)
+    ex = exercises.EXERCISES["10_request_log"]
+    nb = nbformat.read(f"{root}/exercises/10_request_log.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "def log_figures" in c.source)
+    cell.source = cell.source.replace("    raise NotImplementedError",
+                                      "    return helper(events)\n    raise NotImplementedError")
+    cell.source += "\n\ndef helper(events):\n    return figures(events)\n"
+    assert library_calls(nb, ex) == "names the library's own schedatrix.figures"
+
+
+# ---------------------------------------------------------------- issue 18: the sandbox
+
+
+def test_auto_never_falls_back_to_no_sandbox(monkeypatch):
+    from schedatrix.classroom import sandbox
+
+    monkeypatch.setattr(sandbox, "_probed", lambda kind: "" if kind == "none" else "broken")
+    with pytest.raises(s.InputError, match=r"found no sandbox here \(bubblewrap: broken; "
+                                           r"setuid: broken\).*--sandbox none"):
+        sandbox.choose("auto")
+    assert sandbox.choose("none").kind == "none"
+    assert "NO SANDBOX" in sandbox.choose("none").describe()
+
+
+def test_a_probe_is_tried_again_and_waits_long(monkeypatch):
+    from schedatrix.classroom import sandbox
+
+    tries = []
+
+    def once(box, timeout_s):
+        tries.append(timeout_s)
+        return "bubblewrap started no Python within 180 s" if len(tries) == 1 else ""
+
+    monkeypatch.setattr(sandbox, "_probe_once", once)
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
+    assert sandbox.probe("bubblewrap") == ""
+    assert tries == [sandbox.PROBE_TIMEOUT_S] * 2 and sandbox.PROBE_TIMEOUT_S >= 120
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_the_probe_names_what_the_sandbox_uid_cannot_read():
+    import tempfile
+
+    from schedatrix.classroom.sandbox import UID_BASE, unreadable_for
+
+    top = Path(tempfile.mkdtemp())  # under /tmp, which every uid may pass (pytest's is 0700)
+    home = top / "home"
+    (home / "python").mkdir(parents=True)
+    os.chmod(top, 0o755)
+    os.chmod(home, 0o700)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # as the sandbox's uid
+        os.close(read)
+        try:
+            os.setgid(UID_BASE)
+            os.setuid(UID_BASE)
+            os.write(write, unreadable_for([str(home / "python")]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as said:
+        line = said.read()
+    shutil.rmtree(top)
+    assert line == (f"the sandbox's uid cannot read {home} (mode 0700, owner uid 0), on the "
+                    f"way to {home / 'python'}")

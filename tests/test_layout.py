@@ -212,3 +212,9 @@ def test_the_top_level_holds_only_what_the_readme_layout_lists():
     missing = sorted(t for t in top - hidden
                      if not any(p == t or p.startswith(t + "/") for p in listed))
     assert missing == []
+
+
+def test_the_grader_and_its_ray_engine_import_one_way():
+    graph = _graph()
+    assert "classroom.ray_engine" in graph["classroom.grade_folder"]
+    assert "classroom.grade_folder" not in graph["classroom.ray_engine"]

@@ -18,8 +18,10 @@ from scipy.stats import binom
 
 import schedatrix as sx
 from schedatrix.fleet.cover import covers, mixed_pool
+from schedatrix.fleet.draws import uniforms
 from schedatrix.fleet.eviction import evict_count
 from schedatrix.fleet.eviction_odds import closed_form
+from schedatrix.fleet.odds import check_odds
 from schedatrix.fleet.policies import below_median, consecutive, tradeoff
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -245,6 +247,29 @@ def test_04_the_shortfall_and_the_evictor_fix():
     assert fix.wrong_evictions == 0 and round(100 * fix.window_error) == 5
 
 
+def test_04_your_turn_the_day_window_and_the_10_percent_share_tie():
+    """The answer once said "a day window helps most"; it ties a 10% share (2.1% each): both
+    leave exactly the draws with 9 or more bad tickets of 16, and so do both at once."""
+    says("04", "lowest: a day window and a 10% share (2.1%, a tie)")
+    says("04", "either one first, the second adds nothing")
+    assert "helps most" not in prose("04")
+    plan = sx.Plan(cards=16, card_class="b-stock", window="hour", evict_share=0.3)
+
+    def failing(p):
+        return set(np.flatnonzero(~sx.simulate_many(p, 2_000, seed=0).evictions_ok).tolist())
+
+    day, ten = failing(plan.with_knobs(window="day")), failing(plan.with_knobs(evict_share=0.1))
+    twenty = failing(plan.with_knobs(evict_share=0.2))
+    both = failing(plan.with_knobs(window="day", evict_share=0.1))
+    bad = sx.CARD_CLASSES["b-stock"].bad_chance
+    floor = {s for s in range(2_000)
+             if np.sum(uniforms([s], "ticket", 16)[0] < bad) >= 9}
+    assert day == ten == both == floor and len(floor) == 42
+    assert len(twenty) > len(day)
+    odds = check_odds(plan.with_knobs(window="day"), months=2_000)
+    assert odds.fail_share["evictions"] == len(floor) / 2_000  # the same 2,000 draws
+
+
 def test_04_your_turn_question_1_is_posed_honestly():
     """The old question said this month reads 110; it reads 111 (0 of 4 wrong), and the plan
     fails the eviction check in only some months: the lesson now asks both."""
@@ -262,9 +287,50 @@ def test_04_your_turn_question_1_is_posed_honestly():
 
 
 def test_05_the_bank():
-    from schedatrix.course.drills import QUESTION_KINDS
-    says("05", "five questions drawn from a bank of ten kinds, in a random order")
-    assert len(QUESTION_KINDS) == 10
+    from schedatrix.course.drills import MAX_LOOKUPS, QUESTION_KINDS
+    says("05", "five questions drawn from a bank of thirteen kinds, in a random order")
+    assert len(QUESTION_KINDS) == 13
+    says("05", "At most two of a drill's five are lookups")
+    assert MAX_LOOKUPS == 2
+
+
+# ---------------------------------------------------------------------------- folded answers
+
+_FOLDED = re.compile(r"<details>\s*<summary>.*?</summary>(.*?)</details>", re.S)
+_BLOCK = re.compile(r"```(python|text)\n(.*?)\n```", re.S)
+
+
+def folded_answers(lesson: str) -> list[tuple[str, str]]:
+    """(code, what it prints) of each folded answer of a lesson: a Markdown cell's
+    ``<details>`` block holding a ``python`` block and a ``text`` block."""
+    nb = json.loads(next(NOTEBOOKS.glob(f"{lesson}_*.ipynb")).read_text())
+    found = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for inner in _FOLDED.findall("".join(cell["source"])):
+            blocks = dict((kind, body) for kind, body in _BLOCK.findall(inner))
+            if "python" in blocks:
+                found.append((blocks["python"], blocks.get("text")))
+    return found
+
+
+@pytest.mark.parametrize("lesson", ["01", "03", "04"])
+def test_a_folded_answer_states_what_its_code_prints(lesson):
+    """A folded answer is Markdown, which nbval does not run: this runs its code (it stands
+    alone, imports and all) and holds the text under it to what it prints."""
+    import contextlib
+    import io
+
+    answers = folded_answers(lesson)
+    assert answers, f"lesson {lesson} has no folded answer"
+    for code, shown in answers:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, f"<lesson {lesson} answer>", "exec"), {"__name__": "__answer__"})
+        assert shown == out.getvalue().rstrip("\n"), (
+            f"lesson {lesson}'s folded answer no longer states what its code prints; it prints "
+            f"now:\n{out.getvalue()}")
 
 
 # ---------------------------------------------------------------------------- 06

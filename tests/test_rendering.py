@@ -1,5 +1,6 @@
-"""What a stored lesson shows when opened: no stray solver line, no first frame of a progress
-bar, no raw Markdown or tuple printed, no widget repr in place of a picture; folded answers."""
+"""What a stored lesson shows when opened: no stray solver line, no progress bar but a finished
+one, no raw Markdown or tuple printed, no widget repr in place of a picture; answers folded
+where a reader must choose to open them (on GitHub and nbviewer too)."""
 
 from __future__ import annotations
 
@@ -52,9 +53,59 @@ def test_the_walkthrough_and_the_drill_app_store_a_still_picture():
         assert needle in html
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_answer_cells_are_folded(path):
-    answers = [c for c in _cells(path) if "answer" in c["metadata"].get("tags", [])]
-    for cell in answers:
-        assert cell["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
-        assert cell["outputs"], "an answer cell must store the answers it computes"
+#: Lessons still to move (the walkthrough's answer cell, the serving lessons' widget bars):
+#: owned elsewhere; strict, so each reads as a failure once it is fixed and can leave the list.
+_NOT_YET = {
+    "00_walkthrough": "its Your-turn answers are folded by cell metadata alone",
+    "07_serving_load": "a tqdm.auto widget bar, stored at 0%",
+    "08_serving_replica": "a tqdm.auto widget bar, stored at 0%",
+    "09_serving_parallelism": "a tqdm.auto widget bar, stored at 0%",
+    "12_serving_review": "a tqdm.auto widget bar, stored at 0%",
+}
+
+
+def _not_yet(path: Path, kind: str):
+    reason = _NOT_YET.get(path.stem, "")
+    if kind in reason:
+        return pytest.mark.xfail(strict=True, reason=f"{path.stem}: {reason}")
+    return ()
+
+
+_BAR = re.compile(r"(\d+)%\|.*\| *(\d+)/(\d+)")
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=_not_yet(p, "bar")) for p in LESSONS],
+                         ids=lambda p: p.stem)
+def test_a_stored_progress_bar_is_one_finished_line(path):
+    """Lesson 02 once stored 99 fragments of a bar, and the serving lessons a widget bar at its
+    first frame, "0%": a stored bar is its last frame, whole, with counts and no timing (so
+    nbval checks it like any output: :mod:`schedatrix.course.progress`)."""
+    for cell in _cells(path):
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+            assert "\r" not in text, "a stored stream keeps every refresh of a bar"
+            for done, n, total in _BAR.findall(text):
+                assert (done, n) == ("100", total), f"an unfinished bar: {text[:120]!r}"
+            assert not re.search(r"\d+(\.\d+)?(it/s|s/it)|\[\d\d:\d\d<", text), text[:120]
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=_not_yet(p, "metadata"))
+                                  for p in LESSONS], ids=lambda p: p.stem)
+def test_answers_are_folded_where_a_reader_must_open_them(path):
+    """JupyterLab folds a cell by its ``jupyter`` metadata; GitHub and nbviewer ignore it and
+    show the answers beside the questions. An answer is a Markdown ``<details>`` block, which
+    all three show closed until the reader opens it (tests/test_lesson_claims.py runs the code
+    inside and holds its text to what it prints)."""
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        folded = cell["metadata"].get("jupyter", {})
+        assert not (folded.get("outputs_hidden") or folded.get("source_hidden")), (
+            "a cell hidden by metadata alone: " + "".join(cell["source"])[:80])
+        assert "answer" not in cell["metadata"].get("tags", [])
+    for i, cell in enumerate(cells):
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and "open **Answers** below" in text:
+            after = "".join(cells[i + 1]["source"])
+            assert cells[i + 1]["cell_type"] == "markdown"
+            assert after.startswith("<details>\n<summary><b>Answers</b>")
+            assert after.rstrip().endswith("</details>") and "```text\n" in after

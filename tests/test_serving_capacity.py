@@ -12,7 +12,9 @@ from schedatrix.serving.harness.capacity import catalog_gpu, catalog_model, repl
 @pytest.mark.parametrize("text, key", [
     ("Llama 3.1 70B", "llama-3.1-70b"), ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
     ("Llama 3.2 3B", "llama-3.2-3b"), ("Llama-2-7b-hf", "llama-2-7b"),
-    ("llama 2 70b chat", "llama-2-70b"), ("Mistral 7B", None), ("Llama 3.1", None)])
+    ("llama 2 70b chat", "llama-2-70b"), ("Mistral 7B", None), ("Llama 3.1", None),
+    ("Mixtral 8x7B", "mixtral-8x7b"), ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),
+    ("Qwen/Qwen3-30B-A3B", "qwen3-30b-a3b"), ("Qwen3 30B", None)])
 def test_models_as_people_write_them(text, key):
     assert catalog_model(text) == key
 

@@ -477,7 +477,7 @@ def test_lessons_label_synthetic_results():
     assert conversation_hour().synthetic is False
 
 
-@pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12"])
+@pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12", "13"])
 def test_every_serving_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
     assert "## Summary" in text and "**New terms:**" in text
@@ -769,3 +769,143 @@ def test_the_serving_docs_quote_lesson_10():
     assert (hot["session"][5], hot["session"][3], hot["prefix"][1], hot["prefix"][3]) == (
         "68%", "1242ms", "87.1%", "518ms")
     assert "39% of them" in printed("10", "hot = shared_")
+
+
+# ---------------------------------------------------------------------------------------- 13
+def plan_rows(lesson: str, marker: str) -> tuple[str, dict[str, list[str]]]:
+    """A printed plan: its text, and each model's row split into words (name -> words)."""
+    text = printed(lesson, marker)
+    rows = {}
+    for line in text.splitlines():
+        words = line.split()
+        if line.startswith("  ") and words and words[0] in ("chat", "assistant", "code"):
+            rows[words[0]] = words
+    return text, rows
+
+
+def _gpus(row: list[str]) -> int:
+    return int(row[row.index("h100-80gb") + 1])
+
+
+def test_13_the_plan_and_who_breaks_first():
+    text, rows = plan_rows("13", "base = plan(spec)")
+    says("13", "The 70B model takes 12 of the 15 GPUs the plan uses: three replicas of four H100s "
+               "each, where the 3B model's 30 requests a second fit on one GPU and the 8B "
+               "model's 20 on two. It is also the model with the least headroom (x1.22)")
+    assert "15 x h100-80gb used, 1 idle" in text
+    assert rows["code"][5:8] == ["3", "x", "TP4"] and _gpus(rows["code"]) == 12
+    assert _gpus(rows["chat"]) == 1 and _gpus(rows["assistant"]) == 2
+    assert "breaks first as load grows: code (llama-3.1-70b), at x1.22" in text
+    assert rows["chat"][-3] == "x2.13"          # "the chat model could take twice its load"
+
+
+def test_13_what_a_decode_step_reads():
+    says("13", "139 GB of them for the 70B model (35 GB on each of its four GPUs) against 6.4 GB "
+               "for the 3B model on one, so the 70B's step at batch 1 takes 21 ms where the "
+               "3B's takes 5 ms")
+    big = PerfModel("llama-3.1-70b", "h100-80gb", tp=4)
+    small = PerfModel("llama-3.2-3b", "h100-80gb")
+    assert round(big.weight_bytes_read(1) / 1e9) == 139 and round(big.weights_bytes_per_gpu
+                                                                   / 1e9) == 35
+    assert round(small.weight_bytes_read(1) / 1e9, 1) == 6.4
+    assert round(big.iteration_s((), 1, 1000) * 1e3) == 21
+    assert round(small.iteration_s((), 1, 1000) * 1e3) == 5
+
+
+def test_13_fp8_is_not_twice_as_fast():
+    def step(name, dtype, host=0.0, tp=1):
+        return PerfModel(name, "h100-80gb", tp=tp, dtype=dtype, host_s=host).iteration_s(
+            (), 1, 1000) * 1e3
+
+    says("13", "The 8B model's GPU step goes from 6.48 to 4.68 ms (1.39x) although it reads 8.0 "
+               "GB instead of 15.0")
+    b, f = step("llama-3.1-8b", "bf16"), step("llama-3.1-8b", "fp8")
+    assert (f"{b:.2f}", f"{f:.2f}", f"{b / f:.2f}") == ("6.48", "4.68", "1.39")
+    says("13", "would save 2.31 ms at the matmuls' bandwidth, and the kernels that quantize each "
+               "matmul's input cost 0.53 ms of it back")
+    assert "would save 2.31 ms; the quantizing kernels cost 0.53 ms; the step saves 1.80 ms" \
+        in printed("13", "the quantizing kernels cost")
+    says("13", "the gain is 1.28x (8.25 to 6.44 ms)")
+    bh, fh = step("llama-3.1-8b", "bf16", None), step("llama-3.1-8b", "fp8", None)
+    assert (f"{bh:.2f}", f"{fh:.2f}", f"{bh / fh:.2f}") == ("8.25", "6.44", "1.28")
+    says("13", "The 3B model gains least (3.45 to 2.96 ms on the GPU, with 44% fewer bytes read)")
+    small = {d: PerfModel("llama-3.2-3b", "h100-80gb", dtype=d) for d in ("bf16", "fp8")}
+    assert round(1 - small["fp8"].weight_bytes_read(1) / small["bf16"].weight_bytes_read(1),
+                 2) == 0.44
+    assert step("llama-3.2-3b", "bf16") / step("llama-3.2-3b", "fp8") < b / f   # gains least
+    says("13", "in FP8 its 72.7 GB fit on two")
+    with pytest.raises(Exception, match="does not fit"):
+        PerfModel("llama-3.1-70b", "h100-80gb", tp=2)
+    PerfModel("llama-3.1-70b", "h100-80gb", tp=2, dtype="fp8")
+
+
+def test_13_fp8_moves_the_plan():
+    text, rows = plan_rows("13", "fp8 = plan(")
+    says("13", "Only the code model's precision changed, and the pool now needs 9 GPUs instead of "
+               "15: the code model takes 6 instead of 12.")
+    assert "9 x h100-80gb used" in text and _gpus(rows["code"]) == 6
+    assert rows["code"][5:9] == ["3", "x", "TP2", "FP8"]
+    says("13", "carries 2.43 requests a second, a little less than a BF16 replica on four (2.77)")
+    assert "1 x TP4: one unit carries 2.77 req/s" in text
+    assert "1 x TP2 FP8: one unit carries 2.43 req/s" in text
+    says("13", "Its headroom is thinner (x1.09 instead of x1.22)")
+    assert rows["code"][-3] == "x1.09"
+
+
+def test_13_experts_touched_and_the_steps():
+    from schedatrix.serving.perf.catalog import ModelShape
+    from schedatrix.serving.perf.catalog import model as shape
+
+    mix = shape("mixtral-8x7b")
+    dense = ModelShape("dense", mix.params, mix.layers, mix.hidden, mix.heads, mix.kv_heads,
+                       mix.head_dim, mix.experts * mix.expert_ffn, mix.vocab)
+    moe_p, dense_p = (PerfModel(x, "h100-80gb", tp=2, host_s=0.0) for x in (mix, dense))
+
+    def ms(pm, n):
+        return pm.iteration_s((), n, n * 1000) * 1e3
+
+    says("13", "At batch 1 Mixtral's step takes 7.80 ms against 18.60 ms for the dense model of "
+               "the same size (2.4x faster): its one token touches 2 experts, so the step reads "
+               "25.5 GB instead of 93.1.")
+    assert (f"{ms(moe_p, 1):.2f}", f"{ms(dense_p, 1):.2f}") == ("7.80", "18.60")
+    assert f"{ms(dense_p, 1) / ms(moe_p, 1):.1f}" == "2.4"
+    assert (round(moe_p.weight_bytes_read(1) / 1e9, 1), round(dense_p.weight_bytes_read(1) / 1e9,
+                                                              1)) == (25.5, 93.1)
+    says("13", "by batch 16 the step reads 92.2 GB of the 93.1, and the two steps are within 1% "
+               "of each other")
+    assert round(moe_p.weight_bytes_read(16) / 1e9, 1) == 92.2
+    assert abs(ms(moe_p, 16) / ms(dense_p, 16) - 1) < 0.01
+    says("13", "yet Mixtral's step is still faster (28 ms against 38)")
+    assert (round(ms(moe_p, 256)), round(ms(dense_p, 256))) == (28, 38)
+    assert moe_p.weight_bytes_read(256) == pytest.approx(dense_p.weight_bytes_read(256),
+                                                         rel=1e-3)
+    says("13", "On these two GPUs its step is slower at both batch sizes (8.61 against 7.80 ms at "
+               "batch 1).")
+    ep = PerfModel("mixtral-8x7b", "h100-80gb", tp=2, ep=2, host_s=0.0)
+    assert f"{ms(ep, 1):.2f}" == "8.61" and ms(ep, 256) > ms(moe_p, 256)
+    assert ep.weight_bytes_read(1) == pytest.approx(moe_p.weight_bytes_read(1))
+
+
+def test_13_a_mixture_of_experts_moves_the_plan_and_a_small_pool_fits_nothing():
+    text, rows = plan_rows("13", "moe = plan(")
+    says("13", "With Mixtral serving the code traffic the pool needs 7 GPUs, and the code model 4 "
+               "of them")
+    assert "7 x h100-80gb used" in text and _gpus(rows["code"]) == 4
+    assert rows["code"][5:8] == ["2", "x", "TP2"] and rows["code"][-3] == "x1.96"
+    assert "breaks first as load grows: assistant (llama-3.1-8b), at x1.50" in text
+    tiny = printed("13", "tiny = plan(")
+    says("13", "its smallest placement alone needs 12 GPUs")
+    assert "no placement fits in 2 x h100-80gb" in tiny and "needs 12 GPUs" in tiny
+    says("13", "and the smallest pool that would hold all three: 15 H100s, as many as the plan on "
+               "16 used.")
+    assert "the smallest budget that would: 15 x h100-80gb" in tiny
+
+
+def test_13_the_headroom_is_the_edge():
+    text = printed("13", "first = base.breaks_first")
+    says("13", "At 1.15 times its rate, inside its headroom of 1.22, the code model's three "
+               "replicas still meet the SLOs for 95.5% of its requests; at 1.52 times only 52.2% "
+               "do.")
+    assert "at x1.15 its rate" in text and "95.5% of requests within its SLOs" in text
+    assert "at x1.52 its rate" in text and "52.2% of requests within its SLOs" in text
+

@@ -36,14 +36,15 @@ KIB = 1024
 
 # -- the catalog: the spec's public facts ---------------------------------------------------------
 def test_gpus_carry_the_spec_figures():
-    table = {  # name: (TFLOP/s, GB, HBM GB/s, link GB/s both ways)
-        "a100-80gb": (312, 80, 2039, 600), "h100-80gb": (989, 80, 3350, 900),
-        "h200": (989, 141, 4800, 900), "l4": (121, 24, 300, 64),
+    table = {  # name: (TFLOP/s, GB, HBM GB/s, link GB/s both ways, dense FP8 TFLOP/s)
+        "a100-80gb": (312, 80, 2039, 600, None), "h100-80gb": (989, 80, 3350, 900, 1979),
+        "h200": (989, 141, 4800, 900, 1979), "l4": (121, 24, 300, 64, 242.5),
     }
     assert set(GPUS) == set(table)
-    for name, (tflops, mem, hbm, link) in table.items():
+    for name, (tflops, mem, hbm, link, fp8) in table.items():
         g = gpu(name)
-        assert (g.tflops_bf16, g.memory_gb, g.hbm_gb_s, g.link_gb_s) == (tflops, mem, hbm, link)
+        assert (g.tflops_bf16, g.memory_gb, g.hbm_gb_s, g.link_gb_s, g.tflops_fp8) == (
+            tflops, mem, hbm, link, fp8)
         assert g.link_one_way_gb_s == link / 2
         assert g.price_per_gpu_hour > 0 and g.link
     assert catalog.GPUS_PER_NODE == 8
@@ -58,13 +59,82 @@ def test_models_carry_the_spec_shapes_and_kv_per_token():
         "llama-3.1-70b": (70.6e9, 80, 8192, 64, 8, 128, 28672, 128256, 320),
         "llama-2-70b": (69.0e9, 80, 8192, 64, 8, 128, 28672, 32000, 320),
     }
-    assert set(MODELS) == set(table)
+    assert {n for n, m in MODELS.items() if not m.moe} == set(table)
     for name, (*shape, kv_kib) in table.items():
         m = model(name)
         assert (m.params, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn,
                 m.vocab) == tuple(shape)
         assert m.kv_bytes_per_token == kv_kib * KIB
         assert m.weight_bytes == 2 * m.params
+
+
+#: The mixture-of-experts shapes, field by field as their published config.json files give them.
+MOE_CONFIGS = {
+    "mixtral-8x7b": (  # mistralai/Mixtral-8x7B-Instruct-v0.1, revision eba9230
+        "https://huggingface.co/mistralai/Mixtral-8x7B-Instruct-v0.1/blob/"
+        "eba92302a2861cdc0098cc54bc9f17cb2c47eb61/config.json",
+        {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+         "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000,
+         "max_position_embeddings": 32768, "tie_word_embeddings": False, "shared_experts": 0},
+        46.7e9, 12.9e9),       # "46.7B total, 12.9B per token" (Mistral's announcement)
+    "qwen3-30b-a3b": (
+        "https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json",
+        {"hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,
+         "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+         "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936,
+         "max_position_embeddings": 40960, "tie_word_embeddings": False, "shared_experts": 0},
+        30.5e9, 3.3e9),        # "30.5B total parameters with 3.3B activated" (Qwen's card)
+}
+_CONFIG_FIELDS = {"hidden_size": "hidden", "intermediate_size": "ffn",
+                  "moe_intermediate_size": "expert_ffn", "num_hidden_layers": "layers",
+                  "num_attention_heads": "heads", "num_key_value_heads": "kv_heads",
+                  "head_dim": "head_dim", "num_local_experts": "experts",
+                  "num_experts": "experts", "num_experts_per_tok": "experts_per_token",
+                  "vocab_size": "vocab", "max_position_embeddings": "max_context",
+                  "tie_word_embeddings": "tied_embeddings", "shared_experts": "shared_experts"}
+
+
+def _params_from_shape(m) -> int:
+    """Every weight of the shape: embeddings (and an untied LM head), per layer Q, K, V, O,
+    Qwen3's per-head q/k norms, the MLP or the experts and router, two norms; a final norm."""
+    hd, q, kv = m.head_dim, m.heads * m.head_dim, m.kv_heads * m.head_dim
+    attention = m.hidden * q + 2 * m.hidden * kv + q * m.hidden
+    qk_norm = 2 * hd if m.name.startswith("qwen3") else 0
+    mlp = (m.experts * 3 * m.hidden * m.expert_ffn + m.hidden * m.experts if m.moe
+           else 3 * m.hidden * m.ffn)
+    layer = attention + qk_norm + mlp + 2 * m.hidden
+    return m.layers * layer + m.embedding_params + m.hidden
+
+
+@pytest.mark.parametrize("name", sorted(MOE_CONFIGS))
+def test_moe_shapes_are_their_published_configs(name):
+    source, config, total, active = MOE_CONFIGS[name]
+    m = model(name)
+    assert m.moe and catalog.MODEL_SOURCES[name].startswith(source.split("/blob/")[0])
+    for field, value in config.items():
+        attr = _CONFIG_FIELDS[field]
+        if field == "intermediate_size" and name == "mixtral-8x7b":
+            assert m.expert_ffn == value      # Mixtral's experts are intermediate_size wide
+        assert getattr(m, attr) == value, (name, field, source)
+    # the catalog's parameter count is the shape's, and that is the published total; the
+    # active count (every weight but the experts a token skips) is the published one too
+    assert m.params == pytest.approx(_params_from_shape(m), rel=1e-3)
+    assert m.params == pytest.approx(total, rel=0.005)
+    assert m.active_params == pytest.approx(active, rel=0.02)
+    assert m.kv_bytes_per_token == 2 * m.layers * m.kv_heads * m.head_dim * 2  # attention's
+
+
+def test_dense_params_and_bytes_in_each_precision():
+    m = model("llama-3.1-8b")
+    assert m.active_params == m.params and not m.moe
+    assert m.weight_bytes_in("bf16") == m.weight_bytes
+    emb = 2 * 128256 * 4096                                     # embedding + LM head, BF16
+    assert m.weight_bytes_in("fp8") == pytest.approx((m.params - emb) + 2 * emb)
+    assert model("llama-3.2-3b").embedding_params == 128256 * 3072   # tied: held once
+    assert m.kv_bytes_per_token_in("fp8") == m.kv_bytes_per_token // 2
+    with pytest.raises(InputError, match="^dtype: 'fp4'"):
+        m.kv_bytes_per_token_in("fp4")
 
 
 @pytest.mark.parametrize("lookup, field", [(gpu, "gpu"), (model, "model")])
@@ -132,6 +202,9 @@ MODELS_TO_CHECK = [
     PerfModel("llama-3.2-3b", "l4"),
     PerfModel("llama-2-70b", "h100-80gb", tp=8, pp=2, inter_node="ib-hdr"),
     FixedCostModel(step_s=0.003, prefill_token_s=1e-5, decode_token_s=2e-5, context_token_s=1e-8),
+    PerfModel("mixtral-8x7b", "h100-80gb", tp=2),
+    PerfModel("qwen3-30b-a3b", "h200", tp=4, ep=4, dtype="fp8"),
+    PerfModel("llama-3.1-8b", "h100-80gb", dtype="fp8"),
 ]
 
 
@@ -146,7 +219,8 @@ def test_decode_line_reproduces_every_decode_iteration(pm):
 
 
 @settings(max_examples=200, deadline=None)
-@given(n=st.integers(1, 4096), context=st.integers(0, 10**8), which=st.integers(0, 5))
+@given(n=st.integers(1, 4096), context=st.integers(0, 10**8),
+       which=st.integers(0, len(MODELS_TO_CHECK) - 1))
 def test_decode_line_identity_holds_for_any_batch_and_context(n, context, which):
     pm = MODELS_TO_CHECK[which]
     a, b = pm.decode_line(n)
@@ -154,7 +228,7 @@ def test_decode_line_identity_holds_for_any_batch_and_context(n, context, which)
 
 
 def test_decode_line_needs_a_decoding_request():
-    for pm in (MODELS_TO_CHECK[0], MODELS_TO_CHECK[-1]):
+    for pm in (MODELS_TO_CHECK[0], MODELS_TO_CHECK[5]):
         with pytest.raises(InputError, match="n_decode"):
             pm.decode_line(0)
 
@@ -166,11 +240,11 @@ batches = st.tuples(
 
 
 @settings(max_examples=150, deadline=None)
-@given(batch=batches, more=st.integers(1, 512), which=st.integers(0, 4))
+@given(batch=batches, more=st.integers(1, 512), which=st.integers(0, len(MODELS_TO_CHECK) - 2))
 def test_more_tokens_never_take_less_time(batch, more, which):
     chunks, n, per_request = batch
     context = n * per_request
-    pm = MODELS_TO_CHECK[which]
+    pm = [m for m in MODELS_TO_CHECK if isinstance(m, PerfModel)][which]
     base = pm.iteration_s(chunks, n, context)
     assert base >= 0
     assert pm.iteration_s(chunks, n + 1, context + per_request + 1) >= base
@@ -202,7 +276,8 @@ def test_the_model_is_pure_and_deterministic():
     assert a.decode_line(40) == b.decode_line(40)
 
 
-@pytest.mark.parametrize("pm", MODELS_TO_CHECK[:-1], ids=repr)
+@pytest.mark.parametrize("pm", [m for m in MODELS_TO_CHECK if isinstance(m, PerfModel)],
+                         ids=repr)
 def test_prefill_attention_is_the_kernels_formula_to_the_last_bit(pm):
     # the performance model keeps the kernel's rates; its sum must be the kernel's, exactly
     sh = pm.shard
@@ -278,6 +353,150 @@ def test_a_pipeline_stage_takes_about_its_share_of_the_iteration():
         share = piped.iteration_s(*batch) / pp
         assert share < piped.stage_s(*batch) < 1.1 * share
     assert piped.stage_s() == 0.0
+
+
+# -- mixture of experts and FP8: what a decode step reads ----------------------------------------
+def _matmul_hbm_s(pm) -> float:
+    """Seconds per byte of weights a memory-bound matmul streams on ``pm``'s GPU."""
+    return 1 / (pm.gpu.hbm_gb_s * 1e9 * pm.eff.matmul_hbm_share)
+
+
+def test_expected_experts_is_the_uniform_routing_formula():
+    from schedatrix.serving.perf.moe import expected_experts
+
+    assert expected_experts(8, 2, 1) == pytest.approx(2)           # one token: its k experts
+    assert expected_experts(128, 8, 1) == pytest.approx(8)
+    # two tokens: each expert is missed by both with probability (1 - k/E)^2
+    assert expected_experts(8, 2, 2) == pytest.approx(8 * (1 - 0.75**2))
+    many = expected_experts(128, 8, [4, 16, 64, 256, 4096])
+    assert all(a < b for a, b in zip(many, many[1:], strict=False)) and many[-1] == \
+        pytest.approx(128)
+    # Monte Carlo of uniform top-k routing agrees (the formula is an expectation)
+    import numpy as np
+    rng = np.random.default_rng(0)
+    draws = [len({e for _ in range(16) for e in rng.choice(128, 8, replace=False)})
+             for _ in range(2000)]
+    assert np.mean(draws) == pytest.approx(expected_experts(128, 8, 16), rel=0.01)
+
+
+def test_a_decode_step_reads_the_touched_experts_and_the_rest_once():
+    pm = PerfModel("mixtral-8x7b", "h100-80gb", tp=2)
+    m, sh = pm.model, pm.shard
+    expert = 3 * m.hidden * m.expert_ffn * 2                      # one expert, BF16
+    rest = pm.weight_bytes_read(1) - m.layers * 2 * expert        # one token: k = 2 experts
+    for tokens in (1, 3, 8, 100):
+        from schedatrix.serving.perf.moe import expected_experts
+        touched = expected_experts(8, 2, tokens)
+        assert pm.weight_bytes_read(tokens) == pytest.approx(rest + m.layers * touched * expert)
+    # the rest is attention, router and LM head: what a dense model's layers hold besides its MLP
+    attn = sum(k * n for k, n in sh.matmuls.values()) * 2 * pm.tp
+    assert rest == pytest.approx(m.layers * (attn + m.hidden * 8 * 2 * pm.tp)
+                                 + m.hidden * m.vocab * 2)
+
+
+def _dense_twin(m):
+    """A dense model of the MoE model's total size: its experts as one MLP as wide as all."""
+    return ModelShape(m.name + "-dense", m.params, m.layers, m.hidden, m.heads, m.kv_heads,
+                      m.head_dim, m.experts * m.expert_ffn, m.vocab, m.max_context)
+
+
+@pytest.mark.parametrize("name, tp", [("mixtral-8x7b", 2), ("qwen3-30b-a3b", 1)])
+def test_an_moe_model_decodes_a_token_faster_than_a_dense_model_of_its_total_size(name, tp):
+    moe = PerfModel(name, "h100-80gb", tp=tp)
+    dense = PerfModel(_dense_twin(moe.model), "h100-80gb", tp=tp)
+    assert dense.weights_bytes_per_gpu == pytest.approx(moe.weights_bytes_per_gpu, rel=0.01)
+    step_moe, step_dense = moe.iteration_s((), 1, 1), dense.iteration_s((), 1, 1)
+    assert step_moe < step_dense
+    # the time saved is the weights it does not read, streamed at the matmuls' HBM rate (the
+    # router, the top-k and the sum of the experts cost a few kernel launches back)
+    saved_bytes = (dense.weight_bytes_read(1) - moe.weight_bytes_read(1)) / tp
+    assert step_dense - step_moe == pytest.approx(saved_bytes * _matmul_hbm_s(moe), rel=0.05)
+    # at a large batch every expert is touched: the advantage is gone for the weights
+    assert moe.weight_bytes_read(512) == pytest.approx(dense.weight_bytes_read(512), rel=0.01)
+
+
+def test_fp8_decodes_an_8b_model_at_batch_one_at_least_1_3x_faster_on_an_h100():
+    from schedatrix.serving.perf.kernels import elementwise_s
+    from schedatrix.serving.perf.model import FP8_QUANT_BYTES
+
+    # the GPU's decode step (the host's time per iteration is the same for both, and vLLM's
+    # asynchronous scheduling hides it): at least 1.3x
+    bf16 = PerfModel("llama-3.1-8b", "h100-80gb", host_s=0.0)
+    fp8 = PerfModel("llama-3.1-8b", "h100-80gb", host_s=0.0, dtype="fp8")
+    b, f = bf16.iteration_s((), 1, 1), fp8.iteration_s((), 1, 1)
+    assert b / f >= 1.3
+    # the time saved is the weight bytes FP8 does not read (half of every decoder weight; the
+    # embedding and LM head stay BF16) at the matmuls' HBM rate, less the kernels that quantize
+    # each FP8 matmul's input
+    saved = bf16.weight_bytes_read(1) - fp8.weight_bytes_read(1)
+    m = bf16.model
+    assert saved == pytest.approx((m.params - m.embedding_params) * 1, rel=0.01)
+    quantize = m.layers * sum(float(elementwise_s(fp8.eff, fp8.gpu, k * FP8_QUANT_BYTES))
+                              for k, _ in fp8.shard.matmuls.values())
+    assert b - f == pytest.approx(saved * _matmul_hbm_s(bf16) - quantize, rel=0.03)
+    # with vLLM's synchronous host time per iteration the same saving is a smaller share
+    with_host = (PerfModel("llama-3.1-8b", "h100-80gb").iteration_s((), 1, 1)
+                 / PerfModel("llama-3.1-8b", "h100-80gb", dtype="fp8").iteration_s((), 1, 1))
+    assert 1.0 < with_host < b / f
+    # the KV cache takes half the bytes: twice the tokens fit beside weights half the size
+    assert fp8.kv_bytes_per_token_per_gpu == bf16.kv_bytes_per_token_per_gpu // 2
+    assert fp8.kv_capacity_tokens() > 2 * bf16.kv_capacity_tokens()
+    # a prefill is compute bound: FP8 runs its matmuls at twice the peak
+    assert fp8.tflops == fp8.gpu.tflops_fp8 == pytest.approx(2 * bf16.tflops, rel=0.001)
+
+
+def test_fp8_is_refused_on_the_a100_with_the_reason():
+    with pytest.raises(InputError) as err:
+        PerfModel("llama-3.1-8b", "a100-80gb", dtype="fp8")
+    text = str(err.value)
+    assert text.startswith("dtype:") and "no FP8 tensor cores" in text and "h100-80gb" in text
+    with pytest.raises(InputError, match="^dtype: 'int4'"):
+        PerfModel("llama-3.1-8b", "h100-80gb", dtype="int4")
+
+
+def test_expert_parallelism_adds_dispatch_and_combine_over_the_link():
+    tp = PerfModel("mixtral-8x7b", "h100-80gb", tp=4)
+    ep = PerfModel("mixtral-8x7b", "h100-80gb", tp=4, ep=4)
+    assert ep.shard.local_experts == 2 and ep.shard.expert_tp == 1
+    assert tp.weights_bytes_per_gpu == pytest.approx(ep.weights_bytes_per_gpu)
+    for tokens in (1, 64, 4096):     # the same bytes read on average ...
+        assert tp.weight_bytes_read(tokens) == pytest.approx(ep.weight_bytes_read(tokens))
+    # ... and the traffic: two all-to-alls of k x hidden per token instead of an all-reduce;
+    # a slower link stretches them
+    from dataclasses import replace as dc_replace
+
+    from schedatrix.serving.perf.kernels import alltoall_s
+    slow = dc_replace(ep.eff, allreduce_link_share=ep.eff.allreduce_link_share / 10)
+    eps = PerfModel("mixtral-8x7b", "h100-80gb", tp=4, ep=4, efficiency=slow)
+    big = [(8192, 0)]
+    assert eps.iteration_s(big) > ep.iteration_s(big)
+    nbytes = 8192 * 4096 * 2 * 2
+    assert float(alltoall_s(ep.eff, ep.gpu, nbytes, 4, False)) == pytest.approx(
+        ep.eff.allreduce_latency_s + 3 / 4 * nbytes / 4 / (450e9 * ep.eff.allreduce_link_share))
+    for kwargs, words in [(dict(model="llama-3.1-8b", tp=2, ep=2), "dense"),
+                          (dict(model="mixtral-8x7b", tp=4, ep=2), "allowed: 1 or 4"),
+                          (dict(model="mixtral-8x7b", tp=2, ep=0), "ep: 0")]:
+        with pytest.raises(InputError, match=words):
+            PerfModel(gpu="h100-80gb", **kwargs)
+
+
+def test_moe_and_fp8_replicas_serve_a_load_alike_in_both_simulators():
+    import numpy as np
+
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.load.workload import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
+
+    req = generate(Load(rate_rps=4, input_len="uniform:100-1500", output_len="uniform:5-80"), 1,
+                   requests=150)
+    for d in (Design(model="mixtral-8x7b", gpu="h100-80gb", tp=2, ep=2, dtype="fp8"),
+              Design(model="qwen3-30b-a3b", gpu="h200", replicas=2),
+              Design(model="llama-3.1-8b", gpu="h100-80gb", dtype="fp8", prefill_replicas=1,
+                     decode_replicas=1)):
+        fast, ref = simulate(req, d), simulate(req, d, "reference")
+        assert (fast.status == 0).all()
+        np.testing.assert_allclose(fast.done_s, ref.done_s, rtol=1e-9)
+        np.testing.assert_allclose(fast.first_token_s, ref.first_token_s, rtol=1e-9)
 
 
 # -- KV cache: capacity and transfer --------------------------------------------------------------

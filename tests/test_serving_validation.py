@@ -16,7 +16,7 @@ import pytest
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.harness.capacity import goodput_capacity
-from schedatrix.serving.harness.validation import calibrating, check
+from schedatrix.serving.harness.validation import calibrating, check, validate
 from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load
 from schedatrix.serving.perf.host import VLLM_HOST
@@ -24,7 +24,8 @@ from schedatrix.serving.perf.model import CUDA_GRAPH_MAX_TOKENS, PerfModel
 from schedatrix.serving.perf.published import PUBLISHED, UNREPLAYED
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTED = [r for r in PUBLISHED if not r.calibrates]
+TESTED = [r for r in PUBLISHED if not r.calibrates and not r.known_miss]
+MISSES = [r for r in PUBLISHED if r.known_miss]
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -37,24 +38,49 @@ def test_the_table_has_ten_tested_rows_from_several_sources():
     assert all(why for _, _, why in UNREPLAYED)
 
 
+@pytest.fixture(scope="module")
+def checks():
+    """Every row replayed once, for the tests below."""
+    return {c.row.id: c for c in validate()}
+
+
 @pytest.mark.parametrize("row", TESTED, ids=lambda r: r.id)
-def test_every_published_row_is_within_its_band(row):
-    c = check(row)
+def test_every_published_row_is_within_its_band(row, checks):
+    c = checks[row.id]
     assert c.within, f"{row.id}: model {c.model:.4g} against published {row.value:.4g} " \
                      f"({c.ratio:.3f}, band ±{row.band:.0%})"
 
 
-def test_the_band_can_fail():
+@pytest.mark.parametrize("row", MISSES, ids=lambda r: r.id)
+def test_a_known_miss_still_misses_and_says_why(row, checks):
+    # shown on the page with its ratio; a model that comes to reproduce it is noticed here
+    assert len(row.known_miss) > 40
+    assert not checks[row.id].within, f"{row.id} is now in band: promote it to a tested row"
+
+
+def test_fp8_and_moe_rows_are_tested_from_their_own_sources(checks):
+    fp8 = [r for r in TESTED if r.dtype == "fp8" or r.kind == "fp8_speedup"]
+    moe = [r for r in TESTED if r.model in ("mixtral-8x7b", "qwen3-30b-a3b")]
+    assert len(fp8) >= 8 and len({r.source for r in fp8}) >= 3
+    assert {r.gpu for r in fp8} == {"h100-80gb", "h200"}
+    assert len(moe) >= 3 and {r.dtype for r in moe} == {"bf16", "fp8"}
+    # no FP8 factor is fitted: every FP8 row is a test of the bytes and the FP8 peak
+    assert not any(r.calibrates for r in PUBLISHED if r.dtype == "fp8")
+    speedups = [checks[r.id] for r in TESTED if r.kind == "fp8_speedup"]
+    assert speedups and all(c.model > 1.2 for c in speedups)
+
+
+def test_the_band_can_fail(checks):
     # a model half as fast on the first row's setup leaves the band
-    c = check(TESTED[0])
+    c = checks[TESTED[0].id]
     twice = type(c)(c.row, c.model * 2)
     assert c.within and not twice.within
 
 
 @pytest.mark.parametrize("term", ["step_s", "dispatch_s"])
-def test_the_host_terms_are_fitted_to_their_rows_and_shipped(term):
+def test_the_host_terms_are_fitted_to_their_rows_and_shipped(term, checks):
     row = calibrating(term)
-    assert abs(check(row).ratio - 1) < 0.005
+    assert abs(checks[row.id].ratio - 1) < 0.005
     assert getattr(VLLM_HOST, term) > 0
 
 
@@ -64,10 +90,14 @@ def test_a_fresh_host_fit_matches_the_shipped_one():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_page_shows_a_fresh_run():
-    done = subprocess.run([sys.executable, "tools/validate_serving_published.py", "--check"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_the_page_shows_a_fresh_run(checks):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import validate_serving_published as page
+
+    text = (ROOT / "docs" / "serving-validation.md").read_text()
+    shown = text.split(page.BEGIN, 1)[1].split(page.END, 1)[0].strip()
+    assert shown == page.table(list(checks.values())), \
+        "docs/serving-validation.md is stale: run tools/validate_serving_published.py"
 
 
 def test_the_fit_is_not_the_test():
@@ -207,9 +237,25 @@ def test_goodput_refuses_what_has_no_rate_or_no_slo():
         goodput_capacity(d, _slo_load(), 1.5)
 
 
+class _Done:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "schedatrix", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    """The command line in this process (what `schedatrix ARGS` prints and returns)."""
+    import contextlib
+    import io
+
+    from schedatrix.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:          # argparse refusals exit 2
+            code = e.code
+    return _Done(code, out.getvalue(), err.getvalue())
 
 
 def test_serving_capacity_on_the_command_line():

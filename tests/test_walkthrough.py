@@ -164,3 +164,24 @@ def test_a_notebook_opened_without_running_shows_the_opening_month():
     assert "16 flagship cards, 60,000 tok/s steady +10% headroom, day window" in page
     assert "<td>signature</td><td><b>111</b></td>" in page
     assert "The month reads clean" in app._repr_mimebundle_()["text/plain"]
+
+
+def test_knobs_turned_at_once_in_two_threads_show_one_month():
+    """JupyterLab hands widget messages to kernel subshells: two knob turns can update at
+    once; the readouts and the picture end on the month the knobs say."""
+    import threading
+
+    from schedatrix.course.month_plot import MonthPlot
+
+    w = Walkthrough()
+    for round_ in range(3):
+        turns = [threading.Thread(target=setattr, args=(w.knobs["cards"], "value", 20 + round_)),
+                 threading.Thread(target=setattr, args=(w.knobs["seed"], "value", 7 + round_))]
+        for t in turns:
+            t.start()
+        for t in turns:
+            t.join()
+        assert w.plan() == s.Plan(cards=20 + round_, seed=7 + round_)
+        assert w.month == s.simulate(w.plan())
+        assert f"of {20 + round_}" in w.text("warm")
+        assert bytes(w.month_image.value) == MonthPlot().png(w.month)

@@ -22,7 +22,7 @@ from .needs import PoolSizing, size_pool
 from .note import MAX_REPLICA_RPS, MIN_REPLICA_RPS, FleetNote, PoolConfig
 from .routing import RoutingWhatIf, route
 from .sparse import group
-from .tally import Tally, row_of, tally_traces
+from .tally import LengthSample, Tally, row_of, tally_traces
 from .window import DEFAULT_GAP_S, Window, make_window
 
 __all__ = ["Settings", "Percentiles", "LatencyCheck", "ReplicaRate", "PoolAudit", "Audit",
@@ -140,6 +140,8 @@ class PoolAudit:
     error_share: float | None
     unchecked_objectives: tuple[str, ...]
     replica_rates: tuple[ReplicaRate, ...]
+    #: the pool's (input, output) length sample, for the placement's simulations
+    lengths: LengthSample | None = None
 
     def dollars(self, gpu_hours: float) -> float | None:
         """GPU-hours in dollars, when the note gives a price."""
@@ -381,7 +383,7 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
             dispersion_1s=float((w * n_sq - pt.n ** 2) / (w * pt.n)) if pt.n else 0.0,
             sizing=sizing, price_per_gpu_hour=note.price_per_gpu_hour,
             latency=tuple(latency), error_share=error_share, unchecked_objectives=tuple(unchecked),
-            replica_rates=reps,
+            replica_rates=reps, lengths=pt.lengths,
         ))
         raw[cfg.pool_id] = (requests, tokens)
 

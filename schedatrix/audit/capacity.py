@@ -44,8 +44,10 @@ class CapacityAnswer:
     tried: tuple = ()
 
 
-def derive_capacity(note: FleetNote, cfg: PoolConfig, sample: LengthSample) -> CapacityAnswer:
-    """The simulator's answer for one pool with a blank capacity (see the module docstring)."""
+def derive_capacity(note: FleetNote, cfg: PoolConfig, sample: LengthSample,
+                    gpus_per_replica: int | None = None) -> CapacityAnswer:
+    """The simulator's answer for one pool with a blank capacity (see the module docstring),
+    for replicas of ``gpus_per_replica`` GPUs (default: the pool's)."""
     from ..serving.harness.capacity import catalog_gpu, catalog_model
 
     if len(cfg.models) != 1:
@@ -64,8 +66,8 @@ def derive_capacity(note: FleetNote, cfg: PoolConfig, sample: LengthSample) -> C
         return _assumed("the traces hold no requests of this pool")
     inp = np.ascontiguousarray(sample.input_tokens, np.int64)
     out = np.ascontiguousarray(sample.output_tokens, np.int64)
-    return _simulated(model, gpu, cfg.gpus_per_replica, objectives, inp.tobytes(),
-                      out.tobytes())
+    return _simulated(model, gpu, gpus_per_replica or cfg.gpus_per_replica, objectives,
+                      inp.tobytes(), out.tobytes())
 
 
 def _assumed(why: str) -> CapacityAnswer:

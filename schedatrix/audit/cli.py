@@ -134,5 +134,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for line in verdict(audit):
         print(line)
+    from .placement import objective_text, plan_pools
+    print("Placement: " + plan_pools(audit).sentence(objective_text(audit)))
     print(f"Report: {paths['markdown']} (figures and audit.json beside it)")
     return 0

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, UNMET_CAP
 from .audit import Audit, PoolAudit
 from .needs import POLICY_NAMES, Policy
+from .placement import objective_text, plan_pools
 
 __all__ = ["verdict", "markdown", "to_json", "plot_demand", "plot_replicas", "plot_bill",
            "write_report", "prepare_out", "json_text", "FIGURES", "MAX_SERIES"]
@@ -125,6 +127,7 @@ def plot_demand(a: Audit, fig: Figure | None = None) -> Figure:
         ax.axhline(p.config.max_replicas * p.replica_rps, color="C3", ls="--",
                    label=f"maximum ({p.config.max_replicas} replicas)")
         ax.set_ylabel("requests/s")
+        ax.set_ylim(bottom=0)  # a rate is never negative: no tick below zero
         ax.set_title(f"{p.config.pool_id}: {', '.join(p.config.models)}", fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
     axes[-1].set_xlabel(label)
@@ -142,6 +145,11 @@ def plot_replicas(a: Audit, fig: Figure | None = None) -> Figure:
         ax.step(xs, need, where="post", label="needed", color="C2")
         ax.step(xs, prov, where="post", label="provisioned", color="C1")
         ax.set_ylabel("replicas")
+        # Replicas are counted: whole-number ticks from zero (never 0.8, 1.2 or -1), and a
+        # band above the peak for the legend.
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        peak = max(1.0, float(np.max(need)), float(np.max(prov)))
+        ax.set_ylim(0, max(peak + 1, 1.25 * peak))
         ax.set_title(f"{p.config.pool_id}: headroom {a.settings.headroom:.0%}, "
                      f"{p.replica_rps:g} req/s per replica", fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
@@ -250,6 +258,9 @@ def to_json(a: Audit) -> dict:
         "convergence_ok": a.convergence_ok, "pools": pools, "notes": list(a.notes),
         "verdict": verdict(a), "routing": None,
     }
+    placement = plan_pools(a)
+    out["placement"] = {**placement.as_dict(),
+                        "sentence": placement.sentence(objective_text(a))}
     if a.routing is not None:
         r = a.routing
         out["routing"] = {
@@ -286,6 +297,10 @@ def markdown(a: Audit) -> str:
     if n.routing:
         out.append(f"- Current routing (note): {n.routing}")
     out += ["", "## Verdict", ""] + [f"- {line.strip()}" for line in verdict(a)]
+    placement = plan_pools(a)
+    out += ["", "## The pools within the fleet's GPUs", "",
+            placement.sentence(objective_text(a))]
+    out += [""] + [f"- {x}" for x in placement.notes] if placement.notes else []
     if a.notes:
         out += ["", "## Notes and assumptions", ""] + [f"- {x}" for x in a.notes]
     out += ["", "![Demand and capacity per pool](demand.png)", "",

@@ -1,17 +1,23 @@
-"""The boundary between the learner's kernel and the checker: plain data, one line at a time.
+"""The boundary between the learner's code and the checker: plain data, one line at a time.
 
-A check cell never runs the checking code in the learner's kernel. It opens a channel to a
-checker process and serves calls: the checker sends ``{"call": name, "args": [...]}``, the
-kernel calls the learner's function and answers ``{"returned": value}``,
-``{"raised": {"type": ..., "message": ...}}`` or ``{"refused": answer}``; at the end the
-checker sends ``{"verdict": "pass" | "fail", ...}``. Every message is one line of JSON, and
-every value is plain data (numbers, text, lists, dicts with text keys; a month or a plan
-travels as its knobs and is rebuilt on the other side), so nothing the learner's code does can
-reach the checking code or hand it an object with methods of its own.
+The checking code never runs beside the learner's code. The checker sends
+``{"call": name, "args": [...]}``; the other side calls the learner's function and answers
+``{"returned": value}``, ``{"raised": {"type": ..., "message": ...}}``, ``{"refused": answer}``
+or ``{"oversized": true}``. Every message is one line of JSON of at most
+:data:`MAX_MESSAGE_BYTES`, and every value is plain data (numbers, text, lists, dicts with text
+keys, numeric arrays; a plan travels as its knobs and is rebuilt on the other side), so nothing
+the learner's code does can reach the checking code or hand it an object with methods of its
+own. A month travels to the learner as its plan's knobs (rebuilt there with ``simulate``), never
+back: the checker rebuilds no month from an answer, so an answer costs it no more than reading
+its bytes.
 
-While a check runs, the library's own answers to it (``schedatrix.score`` for the score
-exercise, ...) refuse to run in the kernel: the learner's function gets an error and the
-checker is told, so calling the library is reported, not graded as a pass.
+Two sides use it. Under ``schedatrix grade`` the grader's own evaluation
+(:mod:`~schedatrix.classroom.evaluation`) drives a fresh sandboxed process that runs the
+notebook's code with a copy of the package that lacks the exercise's answers; that verdict is
+the grade. In JupyterLab (and plain ``pytest --nbval-lax``) a check cell serves a checker from
+the learner's own kernel (:func:`serve_check`), and while a check runs the library's own answers
+to it refuse to run there (:func:`refused_answers`): feedback for the learner, never evidence,
+since the learner's kernel can undo anything it does.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ __all__ = [
     "BoundaryError",
     "LearnerRaised",
     "AnswerRefused",
+    "AnswerTooBig",
     "Opaque",
     "encode",
     "decode",
@@ -72,6 +79,10 @@ class AnswerRefused(Exception):
     def __init__(self, answer: str) -> None:
         super().__init__(answer)
         self.answer = answer
+
+
+class AnswerTooBig(Exception):
+    """The learner's answer, as plain data, was over :data:`MAX_MESSAGE_BYTES`."""
 
 
 class Opaque:
@@ -136,24 +147,27 @@ def encode(value, depth: int = 0):
     return {"object": type(value).__name__, "repr": _short_repr(value)}
 
 
-def decode(data, depth: int = 0):
-    """Plain data back into values: lists, tuples, dicts, arrays, months and plans rebuilt fresh.
+def decode(data, depth: int = 0, months: bool = True):
+    """Plain data back into values: lists, tuples, dicts, arrays, plans (and, with ``months``,
+    months, each rebuilt with ``simulate``) made fresh.
 
-    A plan whose knobs are not a valid :class:`Plan` becomes an :class:`Opaque` saying so.
+    A plan whose knobs are not a valid :class:`Plan` becomes an :class:`Opaque` saying so; so
+    does a month when ``months`` is false (the checker reads answers that way: rebuilding a
+    month is a simulation, which it never runs for the learner).
     """
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if depth >= _MAX_DEPTH:
         return Opaque("object", "<too deeply nested>")
     if isinstance(data, list):
-        return [decode(v, depth + 1) for v in data]
+        return [decode(v, depth + 1, months) for v in data]
     if isinstance(data, dict):
         if "tuple" in data and isinstance(data["tuple"], list):
-            return tuple(decode(v, depth + 1) for v in data["tuple"])
+            return tuple(decode(v, depth + 1, months) for v in data["tuple"])
         if "dict" in data and isinstance(data["dict"], list):
             items = data["dict"]
             if all(isinstance(i, list) and len(i) == 2 and isinstance(i[0], str) for i in items):
-                return {k: decode(v, depth + 1) for k, v in items}
+                return {k: decode(v, depth + 1, months) for k, v in items}
             return Opaque("dict", "<a dict that could not be rebuilt>")
         if "ndarray" in data:
             import numpy as np
@@ -166,13 +180,15 @@ def decode(data, depth: int = 0):
                 except (TypeError, ValueError, OverflowError):
                     pass
             return Opaque("ndarray", "<an array that could not be rebuilt>")
+        if "month" in data and not months:
+            return Opaque("Month", "<a Month>")
         if "plan" in data or "month" in data:
             from ..fleet.month import simulate
             from ..fleet.plan import Plan
 
             knobs = data.get("plan", data.get("month"))
             try:
-                plan = Plan(**{k: decode(v, depth + 1) for k, v in dict(knobs).items()})
+                plan = Plan(**{k: decode(v, depth + 1, False) for k, v in dict(knobs).items()})
             except Exception as exc:  # a forged or invalid plan: say what is wrong with it
                 return Opaque("Plan", f"<an invalid Plan: {exc}>")
             return simulate(plan) if "month" in data else plan
@@ -214,18 +230,20 @@ class Channel:
         except (OSError, ValueError) as exc:
             raise BoundaryError(f"the other side went away ({exc})") from None
 
-    def receive(self, timeout_s: float | None = None) -> dict:
+    def receive(self, timeout_s: float | None = None, limit: int = MAX_MESSAGE_BYTES) -> dict:
+        """The next message, waiting at most ``timeout_s`` (over a socket), of at most
+        ``limit`` bytes."""
         if self._sock is not None:
             self._sock.settimeout(None if timeout_s is None else max(timeout_s, 0.001))
         try:
-            line = self._reader.readline(MAX_MESSAGE_BYTES + 1)
+            line = self._reader.readline(limit + 1)
         except TimeoutError:
             raise BoundaryError("no answer in time") from None
         except (OSError, ValueError) as exc:
             raise BoundaryError(f"the other side went away ({exc})") from None
         if not line:
             raise BoundaryError("the other side closed the channel")
-        if len(line) > MAX_MESSAGE_BYTES:
+        if len(line) > limit:
             raise BoundaryError("a message over the size limit")
         try:
             message = json.loads(line)
@@ -251,10 +269,11 @@ class Channel:
 class RemoteFunction:
     """The learner's function as the checker sees it: a call sends plain data across.
 
-    Returns the decoded answer; raises :class:`LearnerRaised` when the learner's function
-    raised, :class:`AnswerRefused` when it called the library's answer, and
-    :class:`BoundaryError` when the kernel broke the protocol or took longer than the
-    deadline (``deadline`` is a ``time.monotonic()`` value, or ``None`` for no limit).
+    Returns the decoded answer (never a rebuilt month); raises :class:`LearnerRaised` when the
+    learner's function raised, :class:`AnswerRefused` when it called the library's answer,
+    :class:`AnswerTooBig` when its answer was over the size limit, and :class:`BoundaryError`
+    when the other side broke the protocol or took longer than the deadline (``deadline`` is a
+    ``time.monotonic()`` value, or ``None`` for no limit).
     """
 
     channel: Channel
@@ -268,13 +287,15 @@ class RemoteFunction:
         left = None if self.deadline is None else self.deadline - time.monotonic()
         reply = self.channel.receive(left)
         if "returned" in reply:
-            return decode(reply["returned"])
+            return decode(reply["returned"], months=False)
         raised = reply.get("raised")
         if isinstance(raised, dict):
             raise LearnerRaised(str(raised.get("type", "Exception"))[:_MAX_REPR],
                                 str(raised.get("message", ""))[:2_000])
         if "refused" in reply:
             raise AnswerRefused(str(reply["refused"])[:_MAX_REPR])
+        if "oversized" in reply:
+            raise AnswerTooBig()
         raise BoundaryError("an answer the checker cannot read")
 
 
@@ -353,7 +374,10 @@ def serve_check(channel: Channel, check: str, functions: dict[str, Callable],
                 reply = {"returned": encode(result)}
             if hits:
                 reply = {"refused": hits[0]}
-            channel.send(reply)
+            try:
+                channel.send(reply)
+            except BoundaryError:  # an answer over the size limit
+                channel.send({"oversized": True})
 
 
 def connect() -> Channel:

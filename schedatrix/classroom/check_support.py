@@ -15,17 +15,34 @@ import numpy as np
 
 from ..fleet.month import Month
 from ..fleet.plan import Plan
-from .boundary import AnswerRefused, BoundaryError, LearnerRaised
+from .boundary import MAX_MESSAGE_BYTES, AnswerRefused, AnswerTooBig, BoundaryError, LearnerRaised
 
-__all__ = ["RANDOM_SEED", "fmt", "call", "as_indices", "as_number", "passed", "describe",
-           "close"]
+__all__ = ["RANDOM_SEED", "fmt", "brief", "call", "as_indices", "as_number", "passed",
+           "describe", "close"]
 
 #: The seed of every check's random cases.
 RANDOM_SEED = 20_260_301
+#: The most characters a message shows of one value (a learner's answer may be huge).
+SHOWN_CHARS = 300
+
+
+def brief(x) -> str:
+    """``repr(x)``, cut to :data:`SHOWN_CHARS` characters (what a message shows of an answer)."""
+    text = repr(x)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[: SHOWN_CHARS - 30]}... ({len(text):,} characters)"
 
 
 def fmt(x) -> str:
     """A short, readable repr of an input or an answer for a message."""
+    text = _fmt(x)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[: SHOWN_CHARS - 30]}... ({len(text):,} characters)"
+
+
+def _fmt(x) -> str:
     if isinstance(x, Month):
         return f"<month: {describe(x.plan)}; signature {x.signature}>"
     if isinstance(x, Plan):
@@ -35,9 +52,9 @@ def fmt(x) -> str:
     if isinstance(x, float):
         return f"{x:g}" if abs(x) < 1e6 else f"{x:,.1f}"
     if isinstance(x, (list, tuple)):
-        items = [fmt(v) for v in x]
-        if len(items) > 12:
-            items = items[:12] + [f"... ({len(items)} in all)"]
+        items = [_fmt(v) for v in x[:13]]
+        if len(x) > 12:
+            items = items[:12] + [f"... ({len(x)} in all)"]
         return "[" + ", ".join(items) + "]"
     return repr(x)
 
@@ -67,6 +84,12 @@ def call(name: str, func: Callable, *args):
             f"{name}({shown}) called {exc.answer}, the library's own answer: this exercise "
             "asks you to write it yourself."
         ) from None
+    except AnswerTooBig:
+        shown = ", ".join(fmt(a) for a in args)
+        raise AssertionError(
+            f"{name}({shown}) returned an answer over {MAX_MESSAGE_BYTES // 2**20} MB as plain "
+            "data: return what the exercise asks for, nothing more."
+        ) from None
     except Exception as exc:  # the learner's bug, reported with the input that caused it
         shown = ", ".join(fmt(a) for a in args)
         raise AssertionError(
@@ -91,7 +114,7 @@ def as_indices(name: str, shown: str, result) -> list[int]:
         values, whole = [], False
     if not whole or any(isinstance(v, bool) for v in items):
         raise AssertionError(
-            f"{name}({shown}) returned {result!r}: return a list of card indices (ints)"
+            f"{name}({shown}) returned {brief(result)}: return a list of card indices (ints)"
         )
     if len(set(values)) != len(values):
         raise AssertionError(f"{name}({shown}) returned {fmt(values)}: an index is repeated")
@@ -114,11 +137,11 @@ def as_number(name: str, shown: str, got, what: str = "a number") -> float:
     """The learner's answer as a finite or infinite float, or a failed check saying it is not
     a number (text, a bool, None, a list)."""
     if isinstance(got, (str, bytes, bool)) or got is None:
-        raise AssertionError(f"{name}({shown}) returned {got!r}: return {what}")
+        raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}")
     try:
         return float(got)
     except (TypeError, ValueError):
-        raise AssertionError(f"{name}({shown}) returned {got!r}: return {what}") from None
+        raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}") from None
 
 
 def close(got: float, want: float, rel: float = 1e-6, abs_tol: float = 1e-9) -> bool:

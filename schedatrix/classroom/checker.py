@@ -1,9 +1,12 @@
-"""The checker: runs one check against a kernel across the boundary and gives its verdict.
+"""The checker: runs one check across the boundary and gives its verdict.
 
-It lives outside the learner's kernel: in the grader (one socket per submission, see
-:mod:`~schedatrix.classroom.grade_folder`), or, when a learner runs a check cell in JupyterLab,
-as a process the check cell starts (``python -m schedatrix.classroom.checker``, over pipes).
-The verdict it records is its own; the kernel only ever hands it answers.
+It never shares a process with the learner's code. Under ``schedatrix grade`` the grader drives
+each check itself (:func:`drive_check`): it names the check and the learner's functions to a
+sandboxed evaluation of the notebook (:mod:`~schedatrix.classroom.evaluation`), picks every
+input, and compares every answer with the library here. When a learner runs a check cell in
+JupyterLab the kernel names the check (:func:`run_session`), to a process the check cell starts
+(``python -m schedatrix.classroom.checker``, over pipes) or to the pytest plugin's checker:
+feedback, since there the kernel chose to run it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from .boundary import BoundaryError, Channel, RemoteFunction
 from .checks import CHECKS as CHECK_FUNCTIONS
 from .exercises import CHECKS
 
-__all__ = ["Session", "run_session", "main"]
+__all__ = ["Session", "run_session", "drive_check", "main"]
 
 
 @dataclass(frozen=True)
@@ -53,19 +56,9 @@ def run_session(channel: Channel, allowed: set[str] | None = None,
         session = Session("", False, "AssertionError",
                           f"{shown!r} is not a check of this exercise")
     else:
-        remotes = [RemoteFunction(channel, f, deadline) for f in check.functions]
-        try:
-            message = CHECK_FUNCTIONS[name](*remotes)
-        except BoundaryError as exc:
-            return Session(name, False, "BoundaryError",
-                           f"the check stopped before its end ({exc})")
-        except (AssertionError, NotImplementedError) as exc:
-            session = Session(name, False, type(exc).__name__, str(exc))
-        except Exception as exc:  # answers the check did not foresee: a fail, never a crash
-            session = Session(name, False, "CheckerError",
-                              f"the check could not read an answer ({type(exc).__name__}: {exc})")
-        else:
-            session = Session(name, True, "", message)
+        session = _judge(channel, name, deadline)
+        if session.error == "BoundaryError":
+            return session
     verdict = {"verdict": "pass" if session.passed else "fail", "message": session.message}
     if not session.passed:
         verdict["error"] = session.error
@@ -73,6 +66,51 @@ def run_session(channel: Channel, allowed: set[str] | None = None,
         channel.send(verdict)
     except BoundaryError:
         pass
+    return session
+
+
+def _judge(channel: Channel, name: str, deadline: float | None) -> Session:
+    """Run the check ``name``, its learner's functions on the other side of ``channel``."""
+    remotes = [RemoteFunction(channel, f, deadline) for f in CHECKS[name].functions]
+    try:
+        message = CHECK_FUNCTIONS[name](*remotes)
+    except BoundaryError as exc:
+        return Session(name, False, "BoundaryError", f"the check stopped before its end ({exc})")
+    except (AssertionError, NotImplementedError) as exc:
+        return Session(name, False, type(exc).__name__, str(exc))
+    except Exception as exc:  # answers the check did not foresee: a fail, never a crash
+        return Session(name, False, "CheckerError",
+                       f"the check could not read an answer ({type(exc).__name__}: {exc})")
+    return Session(name, True, "", message)
+
+
+def drive_check(channel: Channel, name: str, deadline: float | None = None) -> Session:
+    """Run the registered check ``name`` on an evaluation of a notebook (the grader's way).
+
+    The grader names the check and its functions; the evaluation says which of them the
+    notebook does not define (a :class:`Session` with error ``NameError``), then answers the
+    check's calls until it is told the check has ended. ``deadline``
+    (``time.monotonic()``) bounds every wait.
+    """
+    check = CHECKS[name]
+    left = None if deadline is None else deadline - time.monotonic()
+    try:
+        channel.send({"check": name, "functions": list(check.functions)})
+        reply = channel.receive(left, limit=64 * 1024)
+    except BoundaryError as exc:
+        return Session(name, False, "BoundaryError", f"the check stopped before its end ({exc})")
+    missing = reply.get("missing")
+    if not isinstance(missing, list):
+        return Session(name, False, "BoundaryError", "the evaluation broke the protocol")
+    missing = [m for m in check.functions if m in missing]
+    if missing:
+        return Session(name, False, "NameError", f"name {missing[0]!r} is not defined")
+    session = _judge(channel, name, deadline)
+    if session.error != "BoundaryError":
+        try:
+            channel.send({"end": True})
+        except BoundaryError as exc:
+            return Session(name, False, "BoundaryError", f"the check stopped at its end ({exc})")
     return session
 
 

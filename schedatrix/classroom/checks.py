@@ -42,7 +42,7 @@ from ..fleet.presets import PRESETS
 from ..fleet.run_set import SHAPES
 from ..fleet.run_set import greedy_run_set as _greedy_run_set
 from ..fleet.score import score as _score
-from .check_support import RANDOM_SEED, as_indices, call, describe, fmt, passed
+from .check_support import RANDOM_SEED, as_indices, brief, call, describe, fmt, passed
 
 __all__ = [
     "CHECK_NAMES",
@@ -96,7 +96,7 @@ def check_score(score_card: Callable) -> str:
             value = float(got)
         except (TypeError, ValueError):
             raise AssertionError(
-                f"score_card({fmt(rate)}, {fmt(rent)}) returned {got!r}, not a number; "
+                f"score_card({fmt(rate)}, {fmt(rent)}) returned {brief(got)}, not a number; "
                 f"expected {want:.4f} ({what})"
             ) from None
         if not math.isclose(value, want, rel_tol=1e-6, abs_tol=5e-4):
@@ -271,7 +271,7 @@ def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
         if not ok:
             median = float(np.median(rates)) if rates else float("nan")
             raise AssertionError(
-                f"wrong_evictions({shown}) returned {got!r}, expected {want} ({what}). The "
+                f"wrong_evictions({shown}) returned {brief(got)}, expected {want} ({what}). The "
                 f"pool's median true rate is {median:g} (all {len(rates)} cards, numpy's "
                 "median); count evicted cards at or above it."
             )
@@ -343,7 +343,7 @@ def check_famous_months(diagnose: Callable, fix: Callable) -> str:
         want = expected_diagnosis(month)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise AssertionError(
-                f"diagnose(month) for {label} returned {got!r}: return a pair "
+                f"diagnose(month) for {label} returned {brief(got)}: return a pair "
                 "(failing_check, knob)"
             )
         check, knob = got
@@ -372,7 +372,7 @@ def check_famous_months(diagnose: Callable, fix: Callable) -> str:
         got = call("fix", fix, plan)
         if not isinstance(got, Plan):
             raise AssertionError(
-                f"fix({name} plan) returned {got!r}: return a Plan (plan.with_knobs(...))"
+                f"fix({name} plan) returned {brief(got)}: return a Plan (plan.with_knobs(...))"
             )
         changed = {k for k, v in got.to_dict().items() if plan.to_dict()[k] != v}
         kept = sorted(changed & {"seed", "demand_tok_s"})

@@ -41,7 +41,7 @@ from ..fleet.plan import Plan
 from ..fleet.presets import PRESETS
 from ..fleet.run_set import SHAPES
 from ..fleet.window import measured_tok_s
-from .check_support import RANDOM_SEED, as_number, call, close, fmt, passed
+from .check_support import RANDOM_SEED, as_number, brief, call, close, fmt, passed
 
 __all__ = ["check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
            "check_eviction_odds", "knobs_of", "ODDS_CASES", "ODDS_MONTHS", "ODDS_Z"]
@@ -265,7 +265,7 @@ def check_signature(signature: Callable) -> str:
             wrong = [n for n, a, b in zip(("capacity", "convergence", "evictions"), got.ljust(3),
                                           want, strict=False) if a != b]
             raise AssertionError(
-                f"signature({shown}) returned {got!r}, expected {want!r} ({what}). Look again "
+                f"signature({shown}) returned {brief(got)}, expected {want!r} ({what}). Look again "
                 f"at the {' and '.join(wrong) or 'length'} digit: which side of its limit "
                 "is the figure, and does the limit itself pass?")
     return passed("check_signature", {"edge cases": 5, "months": len(cases) - 5})

@@ -44,6 +44,10 @@ __all__ = ["check_kv_capacity", "check_largest_batch", "check_decode_step",
            "ROUTER_TARGETS",
            "router_run"]
 
+#: The exercises' models: the dense ones (a decode step of a mixture-of-experts model reads
+#: only the experts its tokens touch, beyond what exercises 8 and 9 teach).
+DENSE_MODELS = {name: m for name, m in MODELS.items() if not m.moe}
+
 
 def model_facts(name: str) -> dict:
     """A model's catalog facts as the exercises hand them over (a dict of numbers and its
@@ -74,7 +78,7 @@ def _capacity_cases() -> list[tuple[str, str, int, float, float, str]]:
     rng = np.random.default_rng(RANDOM_SEED + 8)
     rand = []
     for _ in range(30):
-        rand.append((str(rng.choice(list(MODELS))), str(rng.choice(list(GPUS))),
+        rand.append((str(rng.choice(list(DENSE_MODELS))), str(rng.choice(list(GPUS))),
                      int(rng.choice([1, 2, 4, 8])), float(rng.choice([0.8, 0.85, 0.9, 0.95])),
                      float(rng.choice([0.0, 1.0, 2.0, 4.0])), "a random replica"))
     return fixed + rand
@@ -92,7 +96,7 @@ def _capacity(name: str, gpu_name: str, tp: int, share: float, reserve_gb: float
 def check_kv_capacity(kv_bytes_per_token: Callable, kv_capacity_tokens: Callable) -> str:
     """Exercise 8: ``kv_bytes_per_token(model)`` and ``kv_capacity_tokens(model, gpu, tp,
     usable_share, reserve_gb)`` (tokens, 0 when the weights do not fit), within one token."""
-    for name in MODELS:
+    for name in DENSE_MODELS:
         facts = model_facts(name)
         got = call("kv_bytes_per_token", kv_bytes_per_token, dict(facts))
         want = MODELS[name].kv_bytes_per_token
@@ -119,7 +123,7 @@ def check_kv_capacity(kv_bytes_per_token: Callable, kv_capacity_tokens: Callable
             raise AssertionError(f"kv_capacity_tokens({shown}) returned {got:,.0f}, expected "
                                  f"{want:,} tokens ({what}). "
                                  + _capacity_hint(name, gname, tp, share, reserve, got, want))
-    return passed("check_kv_capacity", {"models' KV per token": len(MODELS),
+    return passed("check_kv_capacity", {"models' KV per token": len(DENSE_MODELS),
                                         "fixed replicas": 8, "random": len(cases) - 8})
 
 
@@ -225,7 +229,7 @@ def _step_cases() -> list[tuple[str, str, int, int, float, str]]:
         ("llama-3.2-3b", "l4", 16, 512, 1.0, "the bandwidth's full peak"),
     ]
     rng = np.random.default_rng(RANDOM_SEED + 10)
-    rand = [(str(rng.choice(list(MODELS))), str(rng.choice(list(GPUS))),
+    rand = [(str(rng.choice(list(DENSE_MODELS))), str(rng.choice(list(GPUS))),
              int(rng.integers(1, 257)), int(rng.integers(1, 8193)),
              float(np.round(rng.uniform(0.5, 1.0), 2)), "a random step") for _ in range(30)]
     return fixed + rand

@@ -2,10 +2,13 @@
 
 These run in the learner's kernel, so they hold no checking code: each one hands the
 learner's functions to :func:`run_check`, which opens a channel to a checker in another
-process (the grader's, or a fresh one) and serves its calls across the boundary
-(:mod:`~schedatrix.classroom.boundary`). The checker decides; the cell prints its one line on
-a pass, or raises its ``AssertionError`` (naming the input, what came back and what was
-expected) or the stub's ``NotImplementedError``. The checks themselves are in
+process and prints its one line on a pass, or raises its ``AssertionError`` (naming the input,
+what came back and what was expected) or the stub's ``NotImplementedError``. In JupyterLab
+(and plain ``pytest --nbval-lax``) that checker calls the learner's functions across the
+boundary (:mod:`~schedatrix.classroom.boundary`): feedback, as the kernel can undo anything in
+itself. Under ``schedatrix grade`` the check cell only names its check and prints the verdict
+the grader's own evaluation already reached (:mod:`~schedatrix.classroom.evaluation`): what a
+check cell prints there is never evidence. The checks themselves are in
 :mod:`~schedatrix.classroom.checks`.
 """
 

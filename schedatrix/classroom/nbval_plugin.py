@@ -9,10 +9,12 @@ or did not pass it, whatever the kernel printed. Other notebooks (other names, a
 that share an exercise's name: no exercise mark, no check cell) are left to nbval.
 
 Under ``schedatrix grade`` this plugin is not loaded (the sandboxed pytest loads nbval alone):
-the grader hosts the checker itself, outside the sandbox.
+the grader decides from its own evaluation and only tells the check cells its verdicts.
 
-Unlike ``schedatrix grade`` nothing here is sandboxed: it holds against tricks played inside
-the kernel, on a machine the grader trusts.
+Unlike ``schedatrix grade`` nothing here is sandboxed, and the check is run for the kernel that
+asks: a kernel that opens its own session or switches off the refusal of the library's answers
+(docs/grading.md) fools this plugin, not the grader. It is the learner's feedback, on the
+learner's machine.
 """
 
 from __future__ import annotations

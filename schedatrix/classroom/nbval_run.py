@@ -4,8 +4,9 @@ Run as a script by path (``python .../nbval_run.py [options] NOTEBOOK``), so it 
 the standard library and pytest: it sets the resource limits, leaves root for the sandbox's
 own uid when given one, runs ``pytest --nbval-lax`` on the notebook with the kernel of this
 same Python, and writes a short JSON summary of the failed cells to a file descriptor for the
-grader. The summary only ever explains a failure: the grade itself comes from the checker,
-which the notebook's code cannot reach.
+grader. This run is feedback: it can fail a notebook (a cell that raises, a saved output that
+differs), never pass one. The grade comes from the grader's own evaluation
+(:mod:`~schedatrix.classroom.evaluation`), which the notebook's kernel cannot reach.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ def apply_limits(args: argparse.Namespace) -> None:
     _limit(resource.RLIMIT_CORE, 0)
     if args.processes:
         _limit(resource.RLIMIT_NPROC, args.processes)
+
+
+def add_limit_args(parser: argparse.ArgumentParser) -> None:
+    """The options every runner takes from the grader (:func:`..sandbox.limit_args`)."""
+    parser.add_argument("--uid", type=int, default=None)
+    parser.add_argument("--memory-mb", type=int, required=True)
+    parser.add_argument("--file-mb", type=int, required=True)
+    parser.add_argument("--cpu-s", type=int, required=True)
+    parser.add_argument("--processes", type=int, default=0)
 
 
 def drop_to(uid: int) -> None:
@@ -72,11 +82,7 @@ class Summary:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook")
-    parser.add_argument("--uid", type=int, default=None)
-    parser.add_argument("--memory-mb", type=int, required=True)
-    parser.add_argument("--file-mb", type=int, required=True)
-    parser.add_argument("--cpu-s", type=int, required=True)
-    parser.add_argument("--processes", type=int, default=0)
+    add_limit_args(parser)
     parser.add_argument("--cell-timeout-s", type=int, required=True)
     parser.add_argument("--summary-fd", type=int, required=True)
     args = parser.parse_args(argv)

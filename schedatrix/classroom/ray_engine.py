@@ -2,9 +2,11 @@
 
 For a class that outgrows one machine. The grader reads every submission here and sends its
 bytes with the task; each worker grades it exactly as ``--engine threads`` does on one machine
-(sandbox, limits, checker in the worker's process) and sends back the grade. Every worker
-needs schedatrix and, for the full sandbox, bubblewrap; each chooses its own sandbox, the
-strongest it can run unless ``--sandbox`` names one.
+(:func:`~schedatrix.classroom.grade_notebook.grade_notebook`: the evaluation and its checks in
+the worker's process, the notebook in the worker's sandbox) and sends back the grade. Every
+worker needs schedatrix and a sandbox (bubblewrap, or root for setuid); each chooses its own,
+and a worker that has none stops the whole class with its reason, unless ``--sandbox none``
+was asked for.
 
 Start a cluster (``ray start --head`` on one machine, ``ray start --address=HEAD:6379`` on the
 others), then grade with ``RAY_ADDRESS=HEAD:6379 schedatrix grade DIR --engine ray``. Without
@@ -16,26 +18,31 @@ from __future__ import annotations
 import os
 
 from ..errors import InputError
-from .grade_folder import Grade, Submission, grade_notebook, read_notebook
+from .grade_notebook import Grade, grade_notebook
 from .sandbox import Limits, choose
+from .submissions import Submission
 
 __all__ = ["grade_on_ray", "grade_task"]
 
 
 def grade_task(student: str, exercise: str, data: bytes, kind: str, limits: Limits,
-               solution: list[str]) -> Grade:
-    """Grade one notebook's bytes on this worker (a Ray task runs one at a time per process,
-    so the process id gives each running sandbox a uid of its own)."""
-    box = choose(kind)
-    slot = 1_000 + os.getpid() % 1_000_000
-    passed, failure, note = grade_notebook(data, exercise, box, limits, slot,
+               solution: list[str]) -> Grade | str:
+    """Grade one notebook's bytes on this worker: its grade, or (text) why this worker cannot
+    grade. A Ray task runs one at a time per worker process, and each process has uids of its
+    own, so slot 0 is this task's."""
+    try:
+        box = choose(kind)
+    except InputError as exc:
+        return f"a Ray worker (process {os.getpid()}) cannot grade: {exc}"
+    passed, failure, note = grade_notebook(data, exercise, box, limits, 0,
                                            {exercise: solution})
-    return Grade(student, exercise, passed, failure, note)
+    return Grade(student, exercise, passed, failure, note, box.kind)
 
 
-def grade_on_ray(subs: list[Submission], kind: str, limits: Limits,
+def grade_on_ray(handed_in: list[tuple[Submission, bytes, str]], kind: str, limits: Limits,
                  solutions: dict[str, list[str]]) -> list[Grade]:
-    """Grade ``subs`` as Ray tasks (one CPU each), in the order given."""
+    """Grade submissions already read (each with its bytes, or why it is not a notebook) as
+    Ray tasks, one CPU each, in the order given."""
     try:
         import ray
     except ImportError:
@@ -45,8 +52,7 @@ def grade_on_ray(subs: list[Submission], kind: str, limits: Limits,
                  log_to_driver=False, configure_logging=False)
     task = ray.remote(num_cpus=1)(grade_task)
     slots: list[Grade | object] = []
-    for sub in subs:
-        data, problem = read_notebook(sub.path)
+    for sub, data, problem in handed_in:
         if problem:
             slots.append(Grade(sub.student, sub.exercise, False, problem))
         else:
@@ -54,4 +60,8 @@ def grade_on_ray(subs: list[Submission], kind: str, limits: Limits,
                                      solutions.get(sub.exercise, [])))
     pending = [s for s in slots if not isinstance(s, Grade)]
     done = iter(ray.get(pending))
-    return [s if isinstance(s, Grade) else next(done) for s in slots]
+    grades = [s if isinstance(s, Grade) else next(done) for s in slots]
+    refusal = next((g for g in grades if isinstance(g, str)), None)
+    if refusal is not None:
+        raise InputError(refusal)
+    return grades

@@ -27,6 +27,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..examples import write_examples
 from .exercises import CHECK_TAG, EXERCISE_KEY, exercise_of, template_problem
+from .extras import NOTEBOOKS, require
 
 __all__ = [
     "BEGIN",
@@ -236,6 +237,7 @@ def write_release(target: Path | str, solutions: Path | str = "solutions",
 
 
 def _run(args) -> int:
+    require("make-exercises", NOTEBOOKS)
     if args.release:
         if args.check:
             raise InputError("--check and --release do not go together")

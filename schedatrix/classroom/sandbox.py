@@ -1,53 +1,72 @@
-"""Where a submission runs: the strongest sandbox this machine offers, and its limits.
+"""Where a submission runs: a real sandbox on this machine, or none when asked for, and limits.
 
-Three kinds, tried in this order (``auto``):
+Two sandboxes, tried in this order by ``--sandbox auto``:
 
 ``bubblewrap``
     Debian's ``bwrap``: new mount, process, network, IPC and host-name namespaces; the system,
     the Python environment and the package are mounted read-only, nothing else of the machine
-    is visible (no home folders, no other submissions, no solutions); the notebook's copy sits
-    alone in a small private folder, ``/tmp`` is private too, there is no network, and the
-    grader's checker is reached through one socket. As root, the notebook runs as a uid of its
-    own (no account uses it) with no capabilities; as another user, as that user inside a
-    user namespace.
+    is visible (no home folders, no other submissions, no solutions); each run sits alone in a
+    small private folder, ``/tmp`` is private too, there is no network, and the grader is
+    reached only through what it hands the run (a socket, a file descriptor). As root, the run
+    is a uid of its own (no account uses it) with no capabilities; as another user, that user
+    inside a user namespace.
 ``setuid``
-    No bwrap, but root: the notebook runs as a uid of its own in a private temporary folder,
-    so it cannot write where that uid may not; it can still read what every user may read.
-``none``
-    Neither: a private temporary folder and the limits below, nothing more. Say so to the
-    class; the grade output and docs/grading.md do.
+    No bwrap, but root, and a Python every user can read: the run is a uid of its own in a
+    private temporary folder, so it cannot write where that uid may not; it can still read
+    what every user may read, and reach the network.
+
+When neither runs here ``auto`` stops and says why (:func:`choose`). ``none`` (a private
+temporary folder and the limits, nothing more) runs only when asked for by name, and the grade
+table says so on every row.
 
 Every kind applies the limits (:class:`Limits`): time per cell and per notebook, address
-space per process, file size, processes (per uid, so only where the notebook has a uid of its
-own or runs as a normal user).
+space per process, file size, processes (per uid, so only where the run has a uid of its own
+or the grader is a normal user). Where a run has a uid of its own, every process left under
+that uid is killed when the run ends (:meth:`Sandbox.clean_up`), so nothing outlives it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["KINDS", "Limits", "Sandbox", "Launch", "choose", "probe"]
+__all__ = ["KINDS", "REAL", "Limits", "Sandbox", "Launch", "choose", "probe", "unreadable_for",
+           "package_dir"]
 
 KINDS = ("bubblewrap", "setuid", "none")
-#: The first uid handed to a sandbox; each concurrent sandbox of one grader gets its own.
+#: The kinds that are sandboxes (``auto`` picks only these).
+REAL = ("bubblewrap", "setuid")
+#: The first uid handed to a sandbox. Each run gets one of its own: a block of
+#: :data:`UIDS_PER_GRADER` per grader process (by its process id, so two graders on one machine,
+#: or two test processes, never share one), and in it one per concurrent slot.
 UID_BASE = 1_600_000_000
+UIDS_PER_GRADER = 1_024
 #: Where the grader's checker socket appears inside a bubblewrap sandbox.
 SOCKET_DIR_INSIDE = "/run/schedatrix"
 WORK_INSIDE = "/submission"
+#: How long one probe may take (a loaded 2-core machine starts a sandboxed Python slowly), and
+#: how many times a failed probe is tried.
+PROBE_TIMEOUT_S = 180
+PROBE_ATTEMPTS = 2
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
         "nsswitch.conf", "hosts", "fonts")
 _TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_RUNNER = Path(__file__).with_name("nbval_run.py")
+_NO_SANDBOX_FIX = ("install bubblewrap (Debian: apt-get install bubblewrap), or grade without "
+                   "a sandbox with --sandbox none (the notebooks' code can then read and write "
+                   "what you can)")
 
 
 @dataclass(frozen=True)
@@ -80,7 +99,6 @@ class Launch:
     env: dict[str, str]
     cwd: str
     pass_fds: tuple[int, ...]
-    socket_path: str  # the checker socket, as the grader binds it
 
 
 def _ancestors(path: Path) -> list[str]:
@@ -98,13 +116,19 @@ def _module_dir(name: str) -> Path | None:
     return Path(spec.origin).resolve().parent
 
 
+def package_dir() -> Path:
+    """The folder of the installed ``schedatrix`` package."""
+    return Path(__file__).resolve().parents[1]
+
+
 @functools.cache
 def _read_only_paths() -> tuple[str, ...]:
     """The host folders a sandboxed Python needs: its prefixes and the packages it imports."""
     wanted = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
     wanted |= {Path(p).resolve() for p in list(wanted)}
-    for name in ("schedatrix", "pytest", "_pytest", "nbval", "ipykernel", "jupyter_client",
-                 "zmq", "numpy", "nbformat"):
+    wanted.add(package_dir())
+    for name in ("pytest", "_pytest", "nbval", "ipykernel", "IPython", "jupyter_client", "zmq",
+                 "numpy", "nbformat"):
         found = _module_dir(name)
         if found is not None:
             wanted.add(found)
@@ -118,9 +142,39 @@ def _read_only_paths() -> tuple[str, ...]:
     return tuple(str(p) for p in keep if p.exists())
 
 
-def _env(work: str, socket_path: str) -> dict[str, str]:
+def _needed_paths() -> list[str]:
+    """What a sandbox's uid must be able to read for this Python to run as it does here."""
+    paths = [sys.executable, os.path.dirname(os.__file__)]
+    for key in ("purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            paths.append(sysconfig.get_paths()[key])
+    paths += _read_only_paths()
+    return list(dict.fromkeys(p for p in paths if os.path.exists(p)))
+
+
+def unreadable_for(paths: list[str]) -> str:
+    """The first of ``paths`` (or a folder on the way to one) this process cannot read, said
+    in a line (``""`` when it can read them all). Run it as the uid in question."""
+    for path in paths:
+        for step in [*_ancestors(Path(path)), path]:
+            if step != path:
+                need = os.X_OK  # a folder on the way: it only has to be passed through
+            else:
+                need = os.R_OK | os.X_OK if os.path.isdir(path) else os.R_OK
+            if not os.access(step, need):
+                try:
+                    info = os.stat(step)
+                    how = f" (mode {stat.S_IMODE(info.st_mode):04o}, owner uid {info.st_uid})"
+                except OSError:
+                    how = ""
+                where = "" if step == path else f", on the way to {path}"
+                return f"the sandbox's uid cannot read {step}{how}{where}"
+    return ""
+
+
+def _env(work: str, socket_path: str | None) -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
-    return {
+    env = {
         "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
         "HOME": work,
         "USER": "student",
@@ -138,16 +192,16 @@ def _env(work: str, socket_path: str) -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
-        "SCHEDATRIX_CHECKER": socket_path,
     }
+    if socket_path:
+        env["SCHEDATRIX_CHECKER"] = socket_path
+    return env
 
 
-def _runner_args(notebook: str, limits: Limits, uid: int | None, summary_fd: int,
-                 processes: bool) -> list[str]:
-    args = [sys.executable, str(_RUNNER), notebook,
-            f"--memory-mb={limits.memory_mb}", f"--file-mb={limits.file_mb}",
-            f"--cpu-s={limits.notebook_timeout_s}", f"--cell-timeout-s={limits.cell_timeout_s}",
-            f"--summary-fd={summary_fd}"]
+def limit_args(limits: Limits, uid: int | None, processes: bool) -> list[str]:
+    """The runners' limit options (:func:`~schedatrix.classroom.nbval_run.add_limit_args`)."""
+    args = [f"--memory-mb={limits.memory_mb}", f"--file-mb={limits.file_mb}",
+            f"--cpu-s={limits.notebook_timeout_s}"]
     if processes:
         args.append(f"--processes={limits.processes}")
     if uid is not None:
@@ -168,7 +222,18 @@ class Sandbox:
     @property
     def own_uid(self) -> bool:
         """Whether each run gets a uid of its own (root only)."""
-        return self.kind in ("bubblewrap", "setuid") and self.as_root
+        return self.kind in REAL and self.as_root
+
+    def uid(self, slot: int) -> int | None:
+        """The uid of a run in ``slot`` (``None`` where runs have no uid of their own)."""
+        if not self.own_uid:
+            return None
+        return UID_BASE + (os.getpid() % 2_000_000) * UIDS_PER_GRADER + slot % UIDS_PER_GRADER
+
+    def runner_args(self, limits: Limits, slot: int) -> list[str]:
+        """The limit options for a runner in ``slot`` (processes are limited per uid, so only
+        where the run has a uid of its own, or the grader is not root)."""
+        return limit_args(limits, self.uid(slot), self.own_uid or not self.as_root)
 
     def describe(self) -> str:
         """One line for the grade output: what this sandbox defends."""
@@ -180,39 +245,49 @@ class Sandbox:
         if self.kind == "setuid":
             return ("setuid (no bubblewrap here): a uid of its own in a private folder; it "
                     "can still read what every user may read, and the network")
-        return ("none (no bubblewrap, not root): a private folder and limits only; the "
-                "notebook's code can read and write what you can")
+        return ("none (asked for with --sandbox none): NO SANDBOX, a private folder and limits "
+                "only; the notebooks' code can read and write what you can")
 
-    def launch(self, notebook_name: str, data_fd: int, work_dir: Path, socket_path: Path,
-               limits: Limits, slot: int, summary_fd: int) -> Launch:
-        """How to run ``notebook_name`` (its bytes readable from ``data_fd``) in this sandbox.
+    def package_inside(self, package: Path) -> Path:
+        """Where a run in this sandbox sees ``package`` (a copy of the package's folder):
+        under bubblewrap, in place of the package itself, which it hides."""
+        return package_dir() if self.kind == "bubblewrap" else package
 
-        ``work_dir`` is a fresh host folder for this run (used by the fallbacks; bubblewrap
-        uses a private in-memory folder instead); ``socket_path`` is the checker's socket.
+    def launch(self, inner: list[str], work_dir: Path, limits: Limits, slot: int, *,
+               pass_fds: tuple[int, ...] = (), files: dict[str, int] | None = None,
+               socket_path: Path | None = None, package: Path | None = None) -> Launch:
+        """How to run the command ``inner`` in this sandbox, as its paths are seen inside.
+
+        ``work_dir`` is a fresh host folder for this run (the fallbacks' folder; bubblewrap uses
+        a private in-memory one instead); ``files`` maps names to readable descriptors whose
+        bytes are put in that folder; ``socket_path`` is a checker's socket (its path inside
+        is in ``SCHEDATRIX_CHECKER``); ``package`` is a copy of the package's folder to run
+        with instead of the package (see :meth:`package_inside`).
         """
-        uid = UID_BASE + slot if self.own_uid else None
-        processes = self.own_uid or not self.as_root
+        uid = self.uid(slot)
+        files = files or {}
         if self.kind != "bubblewrap":
-            target = work_dir / notebook_name
-            with open(data_fd, "rb", closefd=False) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            for name, fd in files.items():
+                target = work_dir / name
+                with open(fd, "rb", closefd=False) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                if uid is not None:
+                    os.chown(target, uid, uid)
             if uid is not None:
-                for path in (work_dir, target):
-                    os.chown(path, uid, uid)
+                os.chown(work_dir, uid, uid)
             os.chmod(work_dir, 0o700)
-            env = _env(str(work_dir), str(socket_path))
+            env = _env(str(work_dir), str(socket_path) if socket_path else None)
             env["TMPDIR"] = str(work_dir)
-            argv = _runner_args(notebook_name, limits, uid, summary_fd, processes)
-            return Launch(argv, env, str(work_dir), (summary_fd,), str(socket_path))
-        inside_socket = f"{SOCKET_DIR_INSIDE}/{socket_path.name}"
+            return Launch(list(inner), env, str(work_dir), tuple(pass_fds))
         size = str(max(limits.file_mb, 16) * 4 * 1024 * 1024)
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid",
                 "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
                 "--proc", "/proc", "--dev", "/dev",
                 "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
-                "--perms", "0777", "--size", size, "--tmpfs", WORK_INSIDE,
-                "--perms", "0666", "--file", str(data_fd), f"{WORK_INSIDE}/{notebook_name}",
-                "--ro-bind", "/usr", "/usr"]
+                "--perms", "0777", "--size", size, "--tmpfs", WORK_INSIDE]
+        for name, fd in files.items():
+            argv += ["--perms", "0666", "--file", str(fd), f"{WORK_INSIDE}/{name}"]
+        argv += ["--ro-bind", "/usr", "/usr"]
         for name in _TOP_LINKS:
             top = Path("/") / name
             if top.is_symlink():
@@ -222,70 +297,128 @@ class Sandbox:
         for name in _ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         made: set[str] = set()
+        hidden = str(package_dir()) if package is not None else None
         for path in _read_only_paths():  # after the tmpfs mounts, so a venv under /tmp shows
             for parent in _ancestors(Path(path)):
                 if parent not in made:
                     argv += ["--perms", "0755", "--dir", parent]
                     made.add(parent)
-            argv += ["--ro-bind", path, path]
-        argv += ["--perms", "0755", "--dir", str(Path(SOCKET_DIR_INSIDE).parent),
-                 "--ro-bind", str(socket_path.parent), SOCKET_DIR_INSIDE, "--chdir", WORK_INSIDE]
+            if path != hidden:
+                argv += ["--ro-bind", path, path]
+        if package is not None:  # over the package, wherever it is: the package stays hidden
+            argv += ["--ro-bind", str(package), str(package_dir())]
+        env = _env(WORK_INSIDE, None)
+        if socket_path is not None:
+            argv += ["--perms", "0755", "--dir", str(Path(SOCKET_DIR_INSIDE).parent),
+                     "--ro-bind", str(socket_path.parent), SOCKET_DIR_INSIDE]
+            env["SCHEDATRIX_CHECKER"] = f"{SOCKET_DIR_INSIDE}/{socket_path.name}"
+        argv += ["--chdir", WORK_INSIDE]
         if self.as_root:
             argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         else:
             argv += ["--unshare-user"]
-        argv += _runner_args(notebook_name, limits, uid, summary_fd, processes)
-        env = _env(WORK_INSIDE, inside_socket)
         env_args = ["--clearenv"] + [a for k, v in env.items() for a in ("--setenv", k, v)]
         argv[1:1] = env_args
+        argv += list(inner)
         return Launch(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, "/",
-                      (data_fd, summary_fd), str(socket_path))
+                      tuple(dict.fromkeys((*files.values(), *pass_fds))))
+
+    def clean_up(self, slot: int) -> None:
+        """Kill every process left under the run's own uid (a process that left the run's
+        process group or session, waiting for the next notebook of this slot)."""
+        uid = self.uid(slot)
+        if uid is None:
+            return
+        pid = os.fork()
+        if pid == 0:  # the child: become the uid, then signal everything the uid owns
+            code = 0
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                for _ in range(1_000):
+                    os.kill(-1, signal.SIGKILL)  # every process of this uid but this one
+            except ProcessLookupError:
+                pass
+            except BaseException:
+                code = 1
+            os._exit(code)
+        os.waitpid(pid, 0)
 
 
-def probe(kind: str) -> str:
-    """Why ``kind`` cannot run here (``""`` when it can), by running a short Python in it."""
-    sandbox = Sandbox(kind)
-    if kind == "none":
-        return ""
-    if kind == "setuid" and not sandbox.as_root:
-        return "not root"
-    if kind == "bubblewrap" and shutil.which("bwrap") is None:
-        return "bwrap is not installed (Debian: apt-get install bubblewrap)"
+def _probe_once(sandbox: Sandbox, timeout_s: float) -> str:
+    kind = sandbox.kind
     with tempfile.TemporaryDirectory(prefix="schedatrix-probe-") as tmp:
         work = Path(tmp) / "work"
         work.mkdir()
-        sock_dir = Path(tmp) / "checker"
-        sock_dir.mkdir()
         data = Path(tmp) / "data"
         data.write_text("ok")
         os.chmod(tmp, 0o755)
         fd = os.open(data, os.O_RDONLY)
         try:
-            launch = sandbox.launch("probe.txt", fd, work, sock_dir / "checker.sock", Limits(),
-                                    slot=0, summary_fd=fd)
-            runner_at = launch.argv.index(str(_RUNNER))
-            code = ("import os, sys, pytest, ipykernel, schedatrix; "
+            code = ("import os, sys, pytest, ipykernel, IPython, numpy, schedatrix; "
                     "print(sys.base_prefix, open('probe.txt').read())")
             if sandbox.own_uid:  # a fresh Python started as the sandbox's uid, like the kernel
-                code = (f"import os, sys; os.setgroups([]); os.setgid({UID_BASE}); "
-                        f"os.setuid({UID_BASE}); "
+                uid = sandbox.uid(0)
+                code = ("import os, sys\n"
+                        f"from schedatrix.classroom.sandbox import unreadable_for\n"
+                        f"os.setgroups([]); os.setgid({uid}); os.setuid({uid})\n"
+                        f"why = unreadable_for({_needed_paths()!r})\n"
+                        "if why:\n"
+                        "    print(why, file=sys.stderr)\n"
+                        "    sys.exit(3)\n"
                         f"os.execv(sys.executable, [sys.executable, '-c', {code!r}])")
-            argv = launch.argv[: runner_at - 1] + [sys.executable, "-c", code]
+            launch = sandbox.launch([sys.executable, "-c", code], work, Limits(), slot=0,
+                                    files={"probe.txt": fd})
             try:
-                done = subprocess.run(argv, env=launch.env, cwd=launch.cwd, pass_fds=(fd,),
-                                      capture_output=True, text=True, timeout=60)
-            except (OSError, subprocess.TimeoutExpired) as exc:
+                process = subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd,
+                                           pass_fds=launch.pass_fds, stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           text=True, start_new_session=True)
+            except OSError as exc:
                 return f"{kind} did not start: {exc}"
+            try:
+                out, err = process.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.kill()
+                process.wait()
+                return f"{kind} started no Python within {timeout_s:g} s"
+            finally:
+                sandbox.clean_up(0)
         finally:
             os.close(fd)
     want = f"{sys.base_prefix} ok"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    if process.returncode != 0:
+        last = (err.strip().splitlines() or ["no message"])[-1]
+        if process.returncode == 3 and last.startswith("the sandbox's uid"):
+            return last[:300]
         return f"{kind} did not run Python: {last[:200]}"
-    if done.stdout.strip() != want:
-        return (f"{kind} ran another Python (prefix and notebook {done.stdout.strip()!r}, "
-                f"expected {want!r}): can the sandbox's uid read this Python?")
+    if out.strip() != want:
+        return (f"{kind} ran another Python (prefix and notebook {out.strip()!r}, "
+                f"expected {want!r})")
     return ""
+
+
+def probe(kind: str, attempts: int = PROBE_ATTEMPTS, timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """Why ``kind`` cannot run here (``""`` when it can), by running a short Python in it.
+
+    A failed probe is tried again (``attempts`` in all, each given ``timeout_s``): on a loaded
+    machine a sandbox may start slowly, once."""
+    sandbox = Sandbox(kind)
+    if kind == "none":
+        return ""
+    if kind == "setuid" and not sandbox.as_root:
+        return "not root (setuid needs root)"
+    if kind == "bubblewrap" and shutil.which("bwrap") is None:
+        return "bwrap is not installed"
+    why = ""
+    for _ in range(max(1, attempts)):
+        why = _probe_once(sandbox, timeout_s)
+        if not why:
+            return ""
+    return why
 
 
 @functools.cache
@@ -294,12 +427,18 @@ def _probed(kind: str) -> str:
 
 
 def choose(kind: str = "auto") -> Sandbox:
-    """The sandbox to grade in: ``kind``, or with ``auto`` the first of :data:`KINDS` that runs
-    here. Raises :class:`InputError` when the named kind cannot run here, saying why."""
+    """The sandbox to grade in: ``kind``, or with ``auto`` the first of :data:`REAL` that runs
+    here. Raises :class:`InputError` saying why when none does (``auto``) or the named kind
+    cannot run here; ``none`` is never chosen but by name."""
     if kind == "auto":
-        for candidate in KINDS:
-            if not _probed(candidate):
+        reasons = []
+        for candidate in REAL:
+            why = _probed(candidate)
+            if not why:
                 return Sandbox(candidate)
+            reasons.append(f"{candidate}: {why}")
+        raise InputError(f"--sandbox auto found no sandbox here ({'; '.join(reasons)}): "
+                         f"{_NO_SANDBOX_FIX}")
     if kind not in KINDS:
         raise InputError(f"--sandbox must be auto, {', '.join(KINDS)}; got {kind!r}")
     why = _probed(kind)

@@ -6,9 +6,11 @@ versions and machines). The month is one of four kinds, equally often: a clean m
 a golden idler (101), a noise evictor (110) or a shortfall (011), so the answers about checks
 and incidents are balanced. Five questions are drawn, in a random order, from the bank of
 question kinds in :mod:`schedatrix.course.drill_bank` (the score, floor(share x N), the median
-test, wrong evictions, the run set, the idle bill, the bill, convergence, the failing check
-and its knob, reading a signature), never two where one gives away the other's answer: no
-prompt, fact or worked explanation of a drill prints another question's answer.
+test, wrong evictions at the month's share and at another, the run set and the run set under
+another shape, the ideal operator's run set, the idle bill, the bill, convergence, the failing
+check and its knob, reading a signature), never two where one gives away the other's answer:
+no prompt, fact or worked explanation of a drill prints another question's answer. At most
+:data:`MAX_LOOKUPS` of the five are lookups, where the month allows a set of five with so few.
 
 Each drill prints its number and its lottery seed; ``schedatrix month`` with the drill's
 knobs (the answer key prints the command) replays its month.
@@ -29,16 +31,20 @@ from ..errors import InputError
 from ..fleet.cards import CARD_CLASSES, card_class
 from ..fleet.month import Month, simulate
 from ..fleet.plan import Plan
-from .drill_bank import KINDS, Question
+from .drill_bank import KINDS, LOOKUPS, Question
 from .drill_kit import draw_kinds, find_words, format_drill_set
 
 __all__ = ["Question", "Drill", "QUESTION_KINDS", "KNOB_NAMES", "MONTH_KINDS", "PER_DRILL",
-           "drill", "drill_set", "format_drill_set", "number_tokens", "leaks"]
+           "MAX_LOOKUPS", "drill", "drill_set", "format_drill_set", "number_tokens", "leaks"]
 
 #: The bank's question kinds, by id.
 QUESTION_KINDS = tuple(KINDS)
 #: Questions per drill.
 PER_DRILL = 5
+#: At most this many of a drill's questions are lookups (``drill_bank.LOOKUPS``: the score,
+#: floor(share x N), the median test, reading a signature), where the month allows a set of
+#: five with so few; the rest work a month's step through.
+MAX_LOOKUPS = 2
 #: The month each drill is built on, by the signature it must show.
 MONTH_KINDS = {"clean": "111", "idler": "101", "evictor": "110", "shortfall": "011"}
 #: Answers accepted for each knob, by spelling.
@@ -60,9 +66,10 @@ _SEARCH = 400  # seeds tried for a month of the wanted kind
 #: How strongly each kind is drawn when it can still be: kinds that clash with many others
 #: (or that few months can pose) weigh more, so every kind is asked in a fair share of drills
 #: (tests/test_drills.py measures the shares).
-_DRAW_WEIGHT = {"score": 0.3, "evictions": 0.35, "median_test": 0.35, "wrong_evictions": 3.0,
-                "run_set": 4.0, "idle_bill": 1.5, "bill": 1.5, "convergence": 1.5,
-                "failing_check": 3.0, "signature_reading": 1.2}
+_DRAW_WEIGHT = {"score": 0.05, "evictions": 0.1, "median_test": 0.035, "wrong_evictions": 10.0,
+                "wrong_at_share": 0.9, "run_set": 24.0, "run_set_shape": 0.12, "ideal_run": 3.4,
+                "idle_bill": 17.0, "bill": 2.7, "convergence": 4.2, "failing_check": 16.0,
+                "signature_reading": 0.27}
 
 
 @dataclass(frozen=True)
@@ -338,7 +345,8 @@ def _questions(m: Month, facts: tuple[str, ...], r: random.Random) -> tuple[Ques
         if sets or size == 1:
             break
         size -= 1  # pragma: no cover - the bank always has a set of five for a month
-    return tuple(posed[k] for k in draw_kinds(sets, list(KINDS), _DRAW_WEIGHT, r))
+    worked = [ids for ids in sets if len(LOOKUPS.intersection(ids)) <= MAX_LOOKUPS]
+    return tuple(posed[k] for k in draw_kinds(worked or sets, list(KINDS), _DRAW_WEIGHT, r))
 
 
 def drill(n: int) -> Drill:

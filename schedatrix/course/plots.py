@@ -9,6 +9,7 @@ the same across the course: rent that moved tokens is blue, idle rent amber, chu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -22,6 +23,10 @@ from ..fleet.explain import money
 
 __all__ = [
     "COLOURS",
+    "BillPicture",
+    "PoolPicture",
+    "bill_picture",
+    "pool_picture",
     "bill_split",
     "pool_cards",
     "mattered_vs_noise",
@@ -51,6 +56,37 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
     return ax
 
 
+class BillPicture(NamedTuple):
+    """What :func:`bill_split` draws for one month, as data (the live picture draws it too)."""
+
+    rows: tuple[str, ...]  #: the y tick labels, row 0 at the bottom
+    bars: tuple[tuple[int, float, float, str, str], ...]  #: row, left, width, colour, label
+    totals: tuple[tuple[float, int, str], ...]  #: x, row, text: each bar's total at its end
+    xlim: tuple[float, float]
+
+
+def bill_picture(month, ideal: bool = True) -> BillPicture:
+    """The bars, totals and x range of :func:`bill_split` for ``month``."""
+    parts = [
+        ("rent that moved tokens", month.moving_rent, COLOURS["moving"]),
+        ("idle rent", month.idle_bill, COLOURS["idle"]),
+        ("churn fees", month.churn_fees, COLOURS["churn"]),
+    ]
+    rows = ("ideal operator", "this month") if ideal else ("this month",)
+    y_month = len(rows) - 1
+    bars, left = [], 0.0
+    for label, value, colour in parts:
+        bars.append((y_month, left, value, colour, f"{label} {money(value)}"))
+        left += value
+    totals = [(left, y_month, f"  {money(month.bill)}")]
+    if ideal:
+        bars.append((0, 0.0, month.ideal_bill, COLOURS["ideal"],
+                     f"ideal bill {money(month.ideal_bill)}"))
+        totals.append((month.ideal_bill, 0, f"  {money(month.ideal_bill)}"))
+    top = max(month.bill, month.ideal_bill if ideal else 0.0)
+    return BillPicture(rows, tuple(bars), tuple(totals), (0, top * 1.22 if top > 0 else 1.0))
+
+
 def bill_split(month, ax: Axes | None = None, ideal: bool = True) -> Axes:
     """The month's bill as one stacked bar: rent that moved tokens, idle rent, churn fees.
 
@@ -58,27 +94,13 @@ def bill_split(month, ax: Axes | None = None, ideal: bool = True) -> Axes:
     Dollars on the x axis.
     """
     ax = _axes(ax, (6.0, 2.2))
-    parts = [
-        ("rent that moved tokens", month.moving_rent, COLOURS["moving"]),
-        ("idle rent", month.idle_bill, COLOURS["idle"]),
-        ("churn fees", month.churn_fees, COLOURS["churn"]),
-    ]
-    rows = ["this month"]
-    if ideal:
-        rows.insert(0, "ideal operator")
-    y_month = len(rows) - 1
-    left = 0.0
-    for label, value, colour in parts:
-        ax.barh(y_month, value, left=left, color=colour, label=f"{label} {money(value)}")
-        left += value
-    ax.text(left, y_month, f"  {money(month.bill)}", va="center", fontsize=9)
-    if ideal:
-        ax.barh(0, month.ideal_bill, color=COLOURS["ideal"],
-                label=f"ideal bill {money(month.ideal_bill)}")
-        ax.text(month.ideal_bill, 0, f"  {money(month.ideal_bill)}", va="center", fontsize=9)
-    ax.set_yticks(range(len(rows)), rows)
-    top = max(month.bill, month.ideal_bill if ideal else 0.0)
-    ax.set_xlim(0, top * 1.22 if top > 0 else 1.0)
+    picture = bill_picture(month, ideal)
+    for row, left, width, colour, label in picture.bars:
+        ax.barh(row, width, left=left, color=colour, label=label)
+    for x, row, text in picture.totals:
+        ax.text(x, row, text, va="center", fontsize=9)
+    ax.set_yticks(range(len(picture.rows)), picture.rows)
+    ax.set_xlim(*picture.xlim)
     ax.xaxis.set_major_formatter(lambda x, _pos: money(x))
     ax.set_title("Where this month's pool bill came from", fontsize=10, loc="left")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, fontsize=8,
@@ -87,15 +109,24 @@ def bill_split(month, ax: Axes | None = None, ideal: bool = True) -> Axes:
     return ax
 
 
-def pool_cards(month, ax: Axes | None = None) -> Axes:
-    """Every card of the pool: its true rate (bar) and what the window measured (dot).
+class PoolPicture(NamedTuple):
+    """What :func:`pool_cards` draws for one month, as data (the live picture draws it too)."""
 
-    Cards are ordered by measured rate, best first, the order the autoscaler sees them. Bars
-    are coloured warm (in the run set), skipped (survived, never billed) or evicted, a wrong
-    eviction hatched; the dashed line is the pool's median true rate, which decides whether
-    an eviction was wrong.
-    """
-    ax = _axes(ax, (7.0, 3.0))
+    order: np.ndarray  #: card numbers, best measured first
+    true: np.ndarray  #: each bar's height: the card's true rate, in that order
+    measured: np.ndarray  #: each dot: what the window measured, in that order
+    colours: tuple[str, ...]  #: each bar's colour: warm, skipped or evicted
+    wrong: tuple[bool, ...]  #: each bar hatched: a wrong eviction
+    median: float  #: the dashed line: the pool's median true rate
+    ylim: tuple[float, float]
+    xticks: tuple[str, ...]  #: the cards' numbers under their bars, or none for a big pool
+    xlabel: str
+    title: str
+    median_label: str  #: the dashed line's legend entry
+
+
+def pool_picture(month) -> PoolPicture:
+    """The bars, dots, line and texts of :func:`pool_cards` for ``month``."""
     pool = month.pool
     true = np.asarray(pool.true_tok_s)
     measured = np.asarray(pool.measured_tok_s)
@@ -111,30 +142,49 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
             colours.append(COLOURS["warm"])
         else:
             colours.append(COLOURS["skipped"])
-    x = np.arange(n)
-    bars = ax.bar(x, true[order], color=colours, width=0.8)
-    ax.scatter(x, measured[order], color="black", s=12, zorder=3)
     # A wrong eviction is hatched (labels would pile up when they sit side by side).
-    for bar, i in zip(bars, order, strict=True):
-        if i in evicted and true[i] >= median:
-            bar.set_hatch("////")
-            bar.set_edgecolor("white")
-    ax.axhline(median, color=COLOURS["median"], linestyle="--", linewidth=1)
-    ax.set_xlim(-0.6, n - 0.4)
-    ax.set_ylim(0, max(true.max(), measured.max()) * 1.15)
-    if n <= 40:
-        ax.set_xticks(x, [str(i) for i in order], fontsize=7)
-        ax.set_xlabel("card (best measured first)", fontsize=8)
-    else:
-        ax.set_xticks([])
-        ax.set_xlabel(f"{n} cards, best measured first", fontsize=8)
-    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:,.0f}")
-    ax.set_ylabel("tok/s", fontsize=8)
-    ax.set_title(
+    wrong = tuple(bool(i in evicted and true[i] >= median) for i in order)
+    small = n <= 40
+    return PoolPicture(
+        order, true[order], measured[order], tuple(colours), wrong, median,
+        (0, max(true.max(), measured.max()) * 1.15),
+        tuple(str(i) for i in order) if small else (),
+        "card (best measured first)" if small else f"{n} cards, best measured first",
         f"The pool's {n} cards: {month.warm} warm, {month.skipped} skipped, "
         f"{month.evicted} evicted ({month.wrong_evictions} wrong)",
-        fontsize=10, loc="left",
+        f"median true {median:,.0f}",
     )
+
+
+def pool_cards(month, ax: Axes | None = None) -> Axes:
+    """Every card of the pool: its true rate (bar) and what the window measured (dot).
+
+    Cards are ordered by measured rate, best first, the order the autoscaler sees them. Bars
+    are coloured warm (in the run set), skipped (survived, never billed) or evicted, a wrong
+    eviction hatched; the dashed line is the pool's median true rate, which decides whether
+    an eviction was wrong.
+    """
+    ax = _axes(ax, (7.0, 3.0))
+    p = pool_picture(month)
+    n = p.order.size
+    x = np.arange(n)
+    bars = ax.bar(x, p.true, color=list(p.colours), width=0.8)
+    ax.scatter(x, p.measured, color="black", s=12, zorder=3)
+    for bar, wrong in zip(bars, p.wrong, strict=True):
+        if wrong:
+            bar.set_hatch("////")
+            bar.set_edgecolor("white")
+    ax.axhline(p.median, color=COLOURS["median"], linestyle="--", linewidth=1)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(*p.ylim)
+    if p.xticks:
+        ax.set_xticks(x, p.xticks, fontsize=7)
+    else:
+        ax.set_xticks([])
+    ax.set_xlabel(p.xlabel, fontsize=8)
+    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:,.0f}")
+    ax.set_ylabel("tok/s", fontsize=8)
+    ax.set_title(p.title, fontsize=10, loc="left")
     handles = [
         Patch(color=COLOURS["warm"], label="warm (true rate)"),
         Patch(color=COLOURS["skipped"], label="skipped"),
@@ -143,8 +193,7 @@ def pool_cards(month, ax: Axes | None = None) -> Axes:
               label="wrong eviction"),
         Line2D([], [], color="black", marker="o", linestyle="", markersize=4,
                label="measured"),
-        Line2D([], [], color=COLOURS["median"], linestyle="--",
-               label=f"median true {median:,.0f}"),
+        Line2D([], [], color=COLOURS["median"], linestyle="--", label=p.median_label),
     ]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=6,
               fontsize=7, frameon=False, handlelength=1.5, columnspacing=1.0)

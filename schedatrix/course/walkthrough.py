@@ -1,7 +1,8 @@
 """The fleet-month walkthrough: knobs, readouts and plots as an ipywidgets app.
 
 A thin layer: every figure comes from :func:`schedatrix.simulate`, every picture from
-:mod:`schedatrix.course.plots`, every sentence from :mod:`schedatrix.fleet.explain`.
+:mod:`schedatrix.course.plots` (the month's redrawn in place by :mod:`.month_plot`), every
+sentence from :mod:`schedatrix.fleet.explain`.
 :meth:`Walkthrough.update` is the one path from knobs to readout; tests set a knob's
 ``.value`` and read the readout widgets' ``.value``, no browser needed. Readout widgets
 carry stable CSS classes (``sx-bill``, ``sx-signature``, ...) so a browser test can find
@@ -14,6 +15,7 @@ import base64
 import html
 import io
 import re
+import threading
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -29,6 +31,7 @@ from ..fleet.run_set import SHAPES
 from ..fleet.window import NAMED_WINDOWS
 from . import plots
 from .live import page_text
+from .month_plot import MonthPlot
 
 __all__ = ["Walkthrough", "walkthrough", "READOUTS", "next_seed"]
 
@@ -94,6 +97,7 @@ class Walkthrough:
         plan = Plan() if plan is None else plan
         self.plots_on = plots_on
         self._holding = False
+        self._updating = threading.RLock()
         self.updates = 0
         self.month: Month | None = None
         self.steps: list[KnobStep] | None = None
@@ -172,10 +176,7 @@ class Walkthrough:
                                             layout=widgets.Layout(width="240px"))
         self.mattered_note = widgets.HTML()
         self.mattered_note.add_class("sx-mattered-note")
-        self._fig = Figure(figsize=(8.0, 5.4))
-        axes = self._fig.subplots(2, 1, gridspec_kw={"height_ratios": [1, 1.6]})
-        self._bill_ax, self._pool_ax = axes
-        self._fig.subplots_adjust(left=0.16, right=0.97, top=0.94, bottom=0.12, hspace=0.75)
+        self._month_plot = MonthPlot() if self.plots_on else None
 
     def _layout(self) -> widgets.Widget:
         r = self.readouts
@@ -269,7 +270,14 @@ class Walkthrough:
 
     # ----- the one path from knobs to readout ---------------------------------------------
     def update(self) -> Month:
-        """Simulate the knobs' plan and refresh every readout and the month's plots."""
+        """Simulate the knobs' plan and refresh every readout and the month's plots. One
+        update at a time, the latest knobs last: a kernel may handle two widget messages at
+        once, in two threads (JupyterLab sends them to subshells), and the readouts and the
+        picture must show one month."""
+        with self._updating:
+            return self._update()
+
+    def _update(self) -> Month:
         m = simulate(self.plan())
         self.month = m
         self.updates += 1
@@ -312,12 +320,9 @@ class Walkthrough:
         return m
 
     def redraw(self) -> None:
-        """Redraw the bill split and the pool's cards for the current month."""
-        self._bill_ax.clear()
-        self._pool_ax.clear()
-        plots.bill_split(self.month, self._bill_ax)
-        plots.pool_cards(self.month, self._pool_ax)
-        self.month_image.value = _png(self._fig)
+        """Redraw the bill split and the pool's cards for the current month (in place: see
+        :mod:`.month_plot`)."""
+        self.month_image.value = self._month_plot.png(self.month)
 
     def measure_mattered(self, months: int = _MATTERED_MONTHS) -> list[KnobStep]:
         """One step of each knob over ``months`` lottery draws, each month paired with the

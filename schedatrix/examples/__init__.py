@@ -1,6 +1,6 @@
 """The example files the README, the docs and the lessons use, shipped inside the package so they
 are there in a wheel or a class release too: a fleet note for the audit, and the serving
-scenarios (compare, accept, sweep).
+scenarios (compare, accept, sweep) and a pool of several models to place (plan).
 
 ``path(name)`` gives one file's path; ``write_examples(folder)`` (``schedatrix examples``)
 copies them all into a folder of your own to read and change.

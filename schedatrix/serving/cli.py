@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from .cluster.routing import ROUTERS
-from .perf.catalog import GPUS, MODELS
+from .perf.catalog import DTYPES, GPUS, MODELS
 
 __all__ = ["add_serving_parser"]
 
@@ -87,6 +87,10 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="GPU of a split's prefill replicas (default --gpu)")
     g.add_argument("--decode-gpu", choices=sorted(GPUS),
                    help="GPU of a split's decode replicas (default --gpu)")
+    g.add_argument("--dtype", choices=sorted(DTYPES),
+                   help="weights and KV cache: bf16 (default) or fp8 (H100, H200, L4)")
+    g.add_argument("--ep", type=_positive(int, "--ep"),
+                   help="expert parallelism of a mixture-of-experts model: 1 or --tp")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -206,6 +210,21 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic run")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.set_defaults(func=_cmd_fit)
+    p = sub.add_parser("plan", help="several models on one pool of GPUs: the cheapest "
+                                    "placement meeting every model's SLOs",
+                       description="Place every model of a pool file on its GPUs: per model "
+                                   "the replicas x TP x PP (or a split) that meet its SLOs, "
+                                   "found by simulation and DistServe's goodput search, the "
+                                   "cheapest combination within the GPU count, each model's "
+                                   "headroom and which breaks first; or why nothing fits and "
+                                   "the smallest count that would.")
+    p.add_argument("pool", metavar="POOL.toml", help="a pool file (schedatrix/examples/"
+                                                     "serving-plan.toml)")
+    p.add_argument("--gpus", type=_positive(int, "--gpus"), metavar="N",
+                   help="GPUs in the pool instead of the file's count (one kind)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.add_argument("--quiet", action="store_true", help="no progress")
+    p.set_defaults(func=_cmd_plan)
     from .harness.sweep_cli import add_sweep_parser  # sweep: its own module
     add_sweep_parser(sub)
     return top
@@ -220,7 +239,7 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "router": "router", "priority_preemption": "priority_preemption",
                  "cuda_graphs": "cuda_graphs", "host_ms": "host_ms", "prefill_tp": "prefill_tp",
                  "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
-                 "decode_gpu": "decode_gpu"}
+                 "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
@@ -417,6 +436,28 @@ def _cmd_capacity(args) -> int:
         return 0
     print(f"goodput (DistServe): {good.max_rate_rps:.3g} requests/s "
           f"({good.rate_per_gpu:.3g} per GPU), {good.attained:.1%} within every SLO there")
+    return 0
+
+
+def _cmd_plan(args) -> int:
+    from .harness.plan import load_pool, plan
+    from .harness.plan_report import plan_json, plan_lines
+    spec = load_pool(args.pool)
+    if args.gpus is not None:
+        if len(spec.pool.kinds) != 1:
+            raise InputError(f"--gpus {args.gpus}: the pool has two kinds of GPU; set each "
+                             "count in the file")
+        import dataclasses
+        spec = dataclasses.replace(spec, pool=dataclasses.replace(
+            spec.pool, kinds=((spec.pool.kinds[0][0], args.gpus),)))
+    with tqdm(desc="plan", unit="search", disable=args.json or args.quiet, file=sys.stderr,
+              mininterval=1.0) as bar:
+        result = plan(spec, on_progress=lambda text: (bar.set_postfix_str(text[:40]),
+                                                      bar.update()))
+    if args.json:
+        print(json.dumps(plan_json(result), allow_nan=False))
+    else:
+        print("\n".join(plan_lines(result)))
     return 0
 
 

@@ -25,7 +25,9 @@ Parallelism, as modelled:
   own, so the KV move between them crosses InfiniBand.
 
 Every replica's engine runs with CUDA graphs (``cuda_graphs``, vLLM's default) and vLLM's host
-time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`).
+time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`). ``dtype`` (``bf16``
+or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or each side's TP) spreads
+a mixture-of-experts model's experts over a replica's GPUs (:mod:`..perf.moe`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dataclasses import dataclass, fields, replace
 
 from ...errors import InputError
 from ..numbers import check_int, check_real
-from ..perf.catalog import GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
+from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..replica.knobs import (
     DEFAULT_BLOCK_TOKENS,
@@ -86,6 +88,8 @@ class Design:
     decode_tp: int | None = None
     prefill_gpu: str | None = None
     decode_gpu: str | None = None
+    ep: int = 1
+    dtype: str = "bf16"
 
     def __post_init__(self):
         model(self.model)
@@ -108,6 +112,9 @@ class Design:
                     raise InputError(f"{knob}: unknown GPU {getattr(self, knob)!r}; allowed: "
                                      f"{', '.join(GPUS)}") from None
         object.__setattr__(self, "pp", check_int("pp", self.pp, 1, 1024))
+        object.__setattr__(self, "ep", check_int("ep", self.ep, 1, GPUS_PER_NODE))
+        if self.dtype not in DTYPES:
+            raise InputError(f"dtype: {self.dtype!r}; allowed: {', '.join(DTYPES)}")
         for knob in ("replicas", "prefill_replicas", "decode_replicas"):
             object.__setattr__(self, knob, check_int(knob, getattr(self, knob), 0, 100_000))
         split = self.prefill_replicas or self.decode_replicas
@@ -215,7 +222,8 @@ class Design:
         return self.dollars_per_hour / self.gpus
 
     def label(self) -> str:
-        par = f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "")
+        par = f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "") + (
+            f" EP{self.ep}" if self.ep > 1 else "") + (" FP8" if self.dtype == "fp8" else "")
         if self.split and any(getattr(self, k) is not None for k in
                               ("prefill_tp", "decode_tp", "prefill_gpu", "decode_gpu")):
             def side(role, letter, n):
@@ -224,7 +232,9 @@ class Design:
                                or self.gpu_of("prefill") != self.gpu_of("decode") else "")
             text = (f"split {side('prefill', 'P', self.prefill_replicas)} : "
                     f"{side('decode', 'D', self.decode_replicas)}"
-                    + (f" PP{self.pp}" if self.pp > 1 else ""))
+                    + (f" PP{self.pp}" if self.pp > 1 else "")
+                    + (f" EP{self.ep}" if self.ep > 1 else "")
+                    + (" FP8" if self.dtype == "fp8" else ""))
         elif self.split:
             text = f"split P{self.prefill_replicas}:D{self.decode_replicas} {par}"
         else:
@@ -249,7 +259,8 @@ class Design:
         role = role or self.roles()[0]
         return PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
                          inter_node=self.inter_node, cuda_graphs=self.cuda_graphs,
-                         host_s=None if self.host_ms is None else self.host_ms / 1000)
+                         host_s=None if self.host_ms is None else self.host_ms / 1000,
+                         ep=self.ep, dtype=self.dtype)
 
     def single_machine(self) -> bool:
         """One replica on one machine (nothing distributed)."""

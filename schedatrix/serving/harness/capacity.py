@@ -43,11 +43,14 @@ def _words(text: str) -> str:
 
 def catalog_model(name: str) -> str | None:
     """The catalog's model for a name as people write it ("Llama 3.1 70B",
-    "meta-llama/Llama-3.1-8B-Instruct"), or None."""
+    "meta-llama/Llama-3.1-8B-Instruct", "Mixtral 8x7B", "Qwen/Qwen3-30B-A3B"), or None: the
+    parts of the catalog's name in order, its first two joined or apart."""
     words = _words(name).replace("meta llama", "llama")
     for key in MODELS:
-        family, version, size = key.split("-")        # llama, 3.1, 70b
-        if re.search(rf"\b{family}\s*{re.escape(version)}\b.*\b{size}\b", words):
+        first, second, *rest = key.split("-")        # llama, 3.1, [70b]; mixtral, 8x7b
+        pattern = rf"\b{first}\s*{re.escape(second)}\b" + "".join(
+            rf".*\b{re.escape(part)}\b" for part in rest)
+        if re.search(pattern, words):
             return key
     return None
 

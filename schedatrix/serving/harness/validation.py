@@ -59,22 +59,16 @@ def _host(row: Published, host: HostCosts) -> HostCosts:
 
 def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     """The model's figure for ``row`` (in the row's unit), with vLLM's host costs ``host``."""
+    if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
+        bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
+        return bf16 / fp8
+    span, run, design = _span(row, host)
     n = row.batch
-    requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
-                        np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16))
-    static = row.framework in _NO_HOST      # a static batch: every prompt in one step
-    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=max(n, 1),
-                    max_batched_tokens=max(n * row.input_tokens, 8192) if static else 8192,
-                    chunked_prefill=not static, cuda_graphs=row.cuda_graphs)
-    built = build(design)
-    perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
-                     host=_host(row, host))
-    run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
-    if not (run.status == COMPLETED).all():
-        raise InputError(f"validation row {row.id}: not every request of the batch completed")
     if row.kind == "first_token":
         return float(np.mean(run.first_token_s - run.arrival_s)) * 1e3
-    span = float(np.max(run.done_s))
+    if row.kind == "inter_token":
+        gaps = (run.done_s - run.first_token_s) / np.maximum(row.output_tokens - 1, 1)
+        return float(np.mean(gaps)) * 1e3
     if row.kind == "batch_latency":
         return span * 1e3
     if row.kind == "batch_throughput":
@@ -82,7 +76,26 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     if row.kind == "batch_rate":
         return n * row.output_tokens / span
     raise InputError(f"validation row {row.id}: kind {row.kind!r}; allowed: first_token, "
-                     "batch_latency, batch_throughput, batch_rate")
+                     "batch_latency, batch_throughput, batch_rate, inter_token, fp8_speedup")
+
+
+def _span(row: Published, host: HostCosts):
+    """(seconds until the batch's last request ends, the run, the design) of ``row``'s batch
+    arriving at once."""
+    n = row.batch
+    requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
+                        np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16))
+    static = row.framework in _NO_HOST      # a static batch: every prompt in one step
+    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=max(n, 1),
+                    max_batched_tokens=max(n * row.input_tokens, 8192) if static else 8192,
+                    chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype)
+    built = build(design)
+    perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
+                     host=_host(row, host), dtype=row.dtype)
+    run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
+    if not (run.status == COMPLETED).all():
+        raise InputError(f"validation row {row.id}: not every request of the batch completed")
+    return float(np.max(run.done_s)), run, design
 
 
 def check(row: Published) -> Check:

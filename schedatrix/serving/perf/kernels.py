@@ -7,17 +7,20 @@ Every function takes an :class:`Efficiency` (the fitted factors of one GPU type)
 - matmul of ``tokens x k`` by ``k x n`` (BF16): ``launch + (compute**p + memory**p)**(1/p)``
   with ``compute = 2 tokens k n / (peak x matmul_flops_share)`` and ``memory = 2 (k n + tokens
   k + tokens n) / (HBM x matmul_hbm_share)``; ``p = roofline_blend`` joins the two (1: they add,
-  large: the slower one alone).
+  large: the slower one alone). FP8 weights read 1 byte each and compute at the FP8 peak (the
+  same shares of it); a grouped matmul (an MoE layer's experts) reads ``weights`` matrices.
 - elementwise kernels (norms, rotary, activation, residual add): ``launch + bytes / (HBM x
   elementwise_hbm_share)``; the embedding lookup the same with ``embedding_hbm_share``.
 - attention: prefill ``flops / (peak x prefill_attention_flops_share)`` blended with its KV read
   the same way as a matmul; decode ``KV bytes / (HBM x decode_attention_hbm_share)`` (linear in
   the bytes: the fast simulator relies on it).
 - collectives: ring all-reduce ``latency + 2 (p - 1) / p x bytes / (one-way link x
-  allreduce_link_share)``; launched eagerly (as the profiles timed it), never below the
-  profiled small-message time of ``p`` GPUs (``allreduce_floor_s``: what a collective costs
-  however little it carries); all-gather half of that traffic; point-to-point send
-  ``latency + bytes / (link x share)``, never below ``send_floor_s``.
+  allreduce_link_share)``; an all-to-all (expert parallelism's dispatch and combine) sends
+  ``(p - 1) / p`` of each GPU's ``bytes / p`` to the others at the same rates; launched
+  eagerly (as the profiles timed it), never below the profiled small-message time of ``p``
+  GPUs (``allreduce_floor_s``: what a collective costs however little it carries);
+  all-gather half of that traffic; point-to-point send ``latency + bytes / (link x share)``,
+  never below ``send_floor_s``.
 - without CUDA graphs (or for a batch larger than the graphs captured), every kernel is
   launched by the host one at a time, so none takes less than the host's dispatch of one
   operator: a kernel's time is ``max(its time, dispatch)`` (:func:`eager`, the dispatch from
@@ -35,7 +38,8 @@ from .catalog import GPU
 
 __all__ = ["Efficiency", "efficiency", "matmul_s", "elementwise_s", "embedding_s",
            "prefill_attention_s", "prefill_attention_rates", "decode_attention_s",
-           "allreduce_s", "allgather_s", "send_s", "collective_floor_s", "eager"]
+           "allreduce_s", "allgather_s", "alltoall_s", "send_s", "collective_floor_s",
+           "eager"]
 
 
 @dataclass(frozen=True)
@@ -108,11 +112,16 @@ def _blend(a, b, p):
     return (a**p + b**p) ** (1.0 / p)
 
 
-def matmul_s(eff: Efficiency, gpu: GPU, tokens, k, n, floor_s=None):
-    """Seconds of a BF16 ``tokens x k`` by ``k x n`` matmul (``floor_s``: the fixed time,
-    kernel_launch_s unless given)."""
-    compute = 2.0 * tokens * k * n / (gpu.tflops_bf16 * 1e12 * eff.matmul_flops_share)
-    memory = 2.0 * (k * n + tokens * (k + n)) / (gpu.hbm_gb_s * 1e9 * eff.matmul_hbm_share)
+def matmul_s(eff: Efficiency, gpu: GPU, tokens, k, n, floor_s=None, weight_bytes=2,
+             tflops=None, weights=1):
+    """Seconds of a ``tokens x k`` by ``k x n`` matmul with BF16 activations (``floor_s``: the
+    fixed time, kernel_launch_s unless given): weights of ``weight_bytes`` each (2: BF16, 1:
+    FP8) at ``tflops`` (default the BF16 peak); ``weights`` matrices of ``k x n`` read (a grouped
+    matmul: an MoE layer's experts, ``tokens`` rows in all)."""
+    peak = gpu.tflops_bf16 if tflops is None else tflops
+    compute = 2.0 * tokens * k * n / (peak * 1e12 * eff.matmul_flops_share)
+    memory = (weight_bytes * weights * k * n + 2.0 * tokens * (k + n)) / (
+        gpu.hbm_gb_s * 1e9 * eff.matmul_hbm_share)
     floor = eff.kernel_launch_s if floor_s is None else floor_s
     return floor + _blend(compute, memory, eff.roofline_blend)
 
@@ -177,6 +186,16 @@ def allgather_s(eff: Efficiency, gpu: GPU, nbytes, p, floored=True):
     """Seconds of a ring all-gather whose result is ``nbytes`` (half an all-reduce's traffic),
     never below the all-reduce floor of ``p`` GPUs where ``floored``."""
     wire = (p - 1) / p * nbytes
+    ring = eff.allreduce_latency_s + wire / (gpu.link_one_way_gb_s * 1e9
+                                             * eff.allreduce_link_share)
+    return (p > 1) * np.where(floored, np.maximum(ring, collective_floor_s(eff, p)), ring)
+
+
+def alltoall_s(eff: Efficiency, gpu: GPU, nbytes, p, floored=True):
+    """Seconds of an all-to-all over ``p`` GPUs of one node moving ``nbytes`` in all (each GPU
+    holds ``nbytes / p`` and sends ``(p - 1) / p`` of it to the others), never below the
+    all-reduce floor of ``p`` GPUs where ``floored``; 0 when p == 1."""
+    wire = (p - 1) / p * nbytes / p
     ring = eff.allreduce_latency_s + wire / (gpu.link_one_way_gb_s * 1e9
                                              * eff.allreduce_link_share)
     return (p > 1) * np.where(floored, np.maximum(ring, collective_floor_s(eff, p)), ring)

@@ -8,7 +8,10 @@ iteration the embedding, the final norm, the LM head for every sequence in the b
 computes logits for each scheduled request's last token), the logits' gather and sampling, the
 activation sends between stages and the host's step time. Each term is a roofline with named
 efficiency factors (:mod:`schedatrix.serving.perf.kernels`) fitted by
-``tools/calibrate_serving.py``.
+``tools/calibrate_serving.py``. A mixture-of-experts layer runs its expert block instead of the
+MLP (:mod:`.moe`: the experts the batch's tokens touch, expert parallelism's all-to-alls);
+``dtype="fp8"`` reads the decoder's weights and the KV cache at one byte and runs its matmuls at
+the GPU's FP8 peak (:mod:`.catalog`).
 
 The simulator uses only the :class:`PerformanceModel` interface (``iteration_s``,
 ``decode_line``, ``kv_transfer_s``, ``kv_capacity_tokens``); :class:`FixedCostModel` is the
@@ -26,7 +29,18 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ...errors import InputError
-from .catalog import BYTES_PER_PARAM, GPU, GPUS_PER_NODE, ModelShape, gpu, inter_node_gb_s, model
+from .catalog import (
+    BYTES_PER_PARAM,
+    DTYPES,
+    GPU,
+    GPUS,
+    GPUS_PER_NODE,
+    ModelShape,
+    dtype_bytes,
+    gpu,
+    inter_node_gb_s,
+    model,
+)
 from .host import HostCosts, host_costs
 from .kernels import (
     Efficiency,
@@ -41,10 +55,12 @@ from .kernels import (
     prefill_attention_rates,
     send_s,
 )
+from .moe import expected_experts, moe_block_s
 from .shard import LayerShard
 
 __all__ = ["PerformanceModel", "PerfModel", "FixedCostModel", "GPU_MEMORY_UTILIZATION",
-           "ACTIVATION_RESERVE_GB", "SAMPLER_BYTES_PER_LOGIT", "CUDA_GRAPH_MAX_TOKENS"]
+           "check_dtype", "ACTIVATION_RESERVE_GB", "SAMPLER_BYTES_PER_LOGIT", "FP8_QUANT_BYTES",
+           "CUDA_GRAPH_MAX_TOKENS"]
 
 #: Share of GPU memory the engine may use (vLLM's ``gpu_memory_utilization`` default).
 GPU_MEMORY_UTILIZATION = 0.90
@@ -54,6 +70,12 @@ GPU_MEMORY_UTILIZATION = 0.90
 ACTIVATION_RESERVE_GB = 2.0
 #: Bytes moved per logit by sampling: FP32 logits written, then read by softmax and sampling.
 SAMPLER_BYTES_PER_LOGIT = 8
+#: Bytes per value an FP8 matmul's input quantization moves: its BF16 input read, FP8 written
+#: (vLLM's FP8 linear layers quantize each input with a kernel of its own, scaled_fp8_quant).
+FP8_QUANT_BYTES = BYTES_PER_PARAM + 1
+#: The elementwise kernels of an MoE layer outside its expert block (:mod:`.moe` runs the
+#: activation, the top-k selection and the sum of the experts' outputs).
+_MOE_LAYER_ELEMENTWISE = ("input_layernorm", "post_attention_layernorm", "attn_rope", "add")
 #: The largest batch (tokens) vLLM captures CUDA graphs for: its default
 #: ``max_cudagraph_capture_size`` of 512 (vLLM 0.11, V1 engine; the capture sizes are 1, 2, 4,
 #: then every 8 up to 512, a batch padded up to the next). Larger batches run eagerly.
@@ -106,6 +128,11 @@ class PerfModel:
         none takes less than the host's dispatch of one operator (:mod:`.host`)
     host_s : seconds of host time per iteration (None: vLLM's, :mod:`.host`)
     host : the host's costs in full (a :class:`~.host.HostCosts`; overrides ``host_s``)
+    ep : expert parallelism of a mixture-of-experts model: 1 (each expert split over the tp
+        GPUs) or tp (each GPU holds experts / tp whole experts; dispatch and combine
+        all-to-alls, :mod:`.moe`)
+    dtype : ``bf16`` or ``fp8`` (FP8 weights and KV cache at the FP8 tensor-core peak; refused
+        on a GPU without FP8 tensor cores, the A100)
 
     Raises InputError when the shape is not allowed or the model does not fit.
     """
@@ -113,21 +140,25 @@ class PerfModel:
     def __init__(self, model: str | ModelShape, gpu: str | GPU, tp: int = 1, pp: int = 1,
                  inter_node: str = "ib-ndr", efficiency: Efficiency | None = None,
                  activation_reserve_gb: float = ACTIVATION_RESERVE_GB, cuda_graphs: bool = True,
-                 host_s: float | None = None, host: HostCosts | None = None):
+                 host_s: float | None = None, host: HostCosts | None = None, ep: int = 1,
+                 dtype: str = "bf16"):
         if not isinstance(cuda_graphs, bool):
             raise InputError(f"cuda_graphs: {cuda_graphs!r}; must be true or false")
         self.cuda_graphs = cuda_graphs
         self.host = host_costs(host_s) if host is None else host
         self.model = _model_of(model)
         self.gpu = _gpu_of(gpu)
+        self.dtype = check_dtype(dtype, self.gpu)
+        self.tflops = self.gpu.tflops_fp8 if self.dtype == "fp8" else self.gpu.tflops_bf16
         self.tp, self.pp = _check_parallelism(self.model, tp, pp)
+        self.ep = _check_ep(self.model, self.tp, ep)
         self.inter_node = inter_node
         self.inter_node_gb_s = inter_node_gb_s(inter_node)
         if activation_reserve_gb < 0:
             raise InputError(f"activation_reserve_gb: {activation_reserve_gb}; must be >= 0")
         self.activation_reserve_gb = float(activation_reserve_gb)
         self.eff = _efficiency_of(self.gpu) if efficiency is None else efficiency
-        self.shard = LayerShard(self.model, self.tp)
+        self.shard = LayerShard(self.model, self.tp, self.ep, self.dtype)
         self.gpus = self.tp * self.pp
         stages_per_node = GPUS_PER_NODE // self.tp
         self.cross_node_sends = math.ceil(self.pp / stages_per_node) - 1
@@ -145,8 +176,10 @@ class PerfModel:
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
+        extra = (f", ep={self.ep}" if self.ep > 1 else "") + (
+            f", dtype={self.dtype!r}" if self.dtype != "bf16" else "")
         return (f"PerfModel({self.model.name!r}, {self.gpu.name!r}, tp={self.tp}, pp={self.pp}, "
-                f"inter_node={self.inter_node!r}, cuda_graphs={self.cuda_graphs})")
+                f"inter_node={self.inter_node!r}, cuda_graphs={self.cuda_graphs}{extra})")
 
     # -- the interface -------------------------------------------------------------------
     def iteration_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
@@ -252,12 +285,31 @@ class PerfModel:
 
     @property
     def weights_bytes_per_gpu(self) -> float:
-        """Weight bytes on each GPU: an even share of the model over ``tp x pp`` GPUs, plus the
-        replicated KV projections when tp > kv_heads."""
+        """Weight bytes on each GPU: an even share of the model (in its dtype) over ``tp x pp``
+        GPUs, plus the replicated KV projections when tp > kv_heads (with expert parallelism
+        each GPU holds experts / ep whole experts: the same share)."""
         m = self.model
-        kv_proj = m.layers * 2 * m.hidden * m.kv_heads * m.head_dim * BYTES_PER_PARAM
+        kv_proj = m.layers * 2 * m.hidden * m.kv_heads * m.head_dim * dtype_bytes(self.dtype)
         held = kv_proj * self.shard.kv_heads / m.kv_heads / self.pp
-        return (m.weight_bytes - kv_proj) / self.gpus + held
+        return (m.weight_bytes_in(self.dtype) - kv_proj) / self.gpus + held
+
+    def weight_bytes_read(self, tokens: int) -> float:
+        """Bytes of weights the replica's GPUs read in all in an iteration of ``tokens`` tokens:
+        every layer's dense matmuls (in the model's dtype; replicated KV heads counted on each
+        GPU), its router and, of a mixture-of-experts model, the experts the tokens touch (the
+        expected count under uniform routing, :func:`.moe.expected_experts`), plus the LM head
+        (BF16). The bytes a decode step's weight reads cost, whatever the kernels' efficiency."""
+        if tokens < 1:
+            raise InputError(f"tokens: {tokens}; an iteration reads weights for >= 1 token")
+        sh, m = self.shard, self.model
+        dense = sum(k * n for k, n in sh.matmuls.values()) * sh.weight_bytes_per_value
+        layer = dense * self.tp
+        if m.moe:
+            touched = float(expected_experts(m.experts, m.experts_per_token, tokens))
+            one = sum(k * n for k, n in sh.expert_matmuls.values()) * sh.expert_tp
+            layer += touched * one * sh.weight_bytes_per_value
+            layer += m.hidden * m.experts * BYTES_PER_PARAM * self.tp   # the router, per GPU
+        return m.layers * layer + m.hidden * m.vocab * BYTES_PER_PARAM
 
     @property
     def kv_bytes_per_token_per_gpu(self) -> int:
@@ -317,12 +369,23 @@ class PerfModel:
             return eager(seconds, eagerly, dispatch)
 
         act = tokens * m.hidden * BYTES_PER_PARAM  # one activation tensor
-        layer = sum(k(matmul_s(e, g, tokens, kk, n)) for kk, n in sh.matmuls.values())
-        layer = layer + sum(k(elementwise_s(e, g, tokens * b))
-                            for b in sh.elementwise_bytes_per_token.values())
+        wb, peak = sh.weight_bytes_per_value, self.tflops
+        layer = sum(k(matmul_s(e, g, tokens, kk, n, weight_bytes=wb, tflops=peak))
+                    for kk, n in sh.matmuls.values())
+        if self.dtype == "fp8":   # each FP8 matmul's input is quantized first (BF16 in, FP8 out)
+            layer = layer + sum(k(elementwise_s(e, g, tokens * kk * FP8_QUANT_BYTES))
+                                for kk, _ in sh.matmuls.values())
+        elementwise = sh.elementwise_bytes_per_token
+        names = _MOE_LAYER_ELEMENTWISE + (("shared_act",) if m.shared_experts else ())
+        layer = layer + sum(k(elementwise_s(e, g, tokens * elementwise[name]))
+                            for name in (names if m.moe else elementwise))
         layer = layer + k(elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token))  # KV write
         layer = layer + k(e.kernel_launch_s + 0 * tokens)  # the attention kernel's fixed time
-        layer = layer + 2 * allreduce_s(e, g, act, tp, by_tokens)
+        if m.moe:   # after attention one all-reduce; the expert block joins its own way
+            experts, joined = moe_block_s(e, g, sh, tokens, k, by_tokens, peak)
+            layer = layer + allreduce_s(e, g, act, tp, by_tokens) + experts + joined
+        else:       # after attention and after the MLP
+            layer = layer + 2 * allreduce_s(e, g, act, tp, by_tokens)
         first = k(embedding_s(e, g, 2 * act)) + allreduce_s(e, g, act, tp, by_tokens)
         last_tok = k(elementwise_s(e, g, 2 * act))  # final norm
         last_seq = (k(matmul_s(e, g, seqs, m.hidden, m.vocab // tp), by_seqs)  # LM head
@@ -427,16 +490,35 @@ def _as_int(value):
         return None
 
 
+def check_dtype(dtype, g: GPU) -> str:
+    """``dtype`` if ``g`` runs it: ``bf16`` anywhere, ``fp8`` where the GPU has FP8 tensor
+    cores (refused on the A100, with the reason)."""
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise InputError(f"dtype: {dtype!r}; allowed: {', '.join(DTYPES)}")
+    if dtype == "fp8" and g.tflops_fp8 is None:
+        fp8 = ", ".join(n for n, x in GPUS.items() if x.tflops_fp8 is not None)
+        raise InputError(f"dtype: 'fp8' on {g.name}: the {g.name.split('-')[0].upper()} has no "
+                         f"FP8 tensor cores (weight-only FP8 is not modelled); allowed: bf16 "
+                         f"on {g.name}, or fp8 on {fp8}")
+    return dtype
+
+
+def _ffn_of(m: ModelShape) -> int:
+    """The MLP width tensor parallelism must split: the experts' for an MoE model."""
+    return m.expert_ffn if m.moe else m.ffn
+
+
 def _check_parallelism(m: ModelShape, tp, pp) -> tuple[int, int]:
     given_tp, tp, given_pp, pp = tp, _as_int(tp), pp, _as_int(pp)
     if tp is None or not 1 <= tp <= GPUS_PER_NODE:
         raise InputError(f"tp: {given_tp!r}; tensor parallelism must be an integer from 1 to "
                          f"{GPUS_PER_NODE} (one node)")
     kv_ok = m.kv_heads % tp == 0 if tp <= m.kv_heads else tp % m.kv_heads == 0
-    if m.heads % tp or m.ffn % tp or not kv_ok:
+    if m.heads % tp or _ffn_of(m) % tp or not kv_ok:
+        ffn = f"expert FFN {m.expert_ffn}" if m.moe else f"FFN {m.ffn}"
         raise InputError(
             f"tp: {tp} does not split {m.name} ({m.heads} attention heads, {m.kv_heads} KV heads, "
-            f"FFN {m.ffn}); allowed: a divisor of the heads and the FFN size that divides the "
+            f"{ffn}); allowed: a divisor of the heads and the FFN size that divides the "
             f"KV heads or is a multiple of them: "
             f"{', '.join(str(t) for t in allowed_tp(m))}")
     if pp is None or pp < 1 or m.layers % pp:
@@ -445,12 +527,29 @@ def _check_parallelism(m: ModelShape, tp, pp) -> tuple[int, int]:
     return tp, pp
 
 
+def _check_ep(m: ModelShape, tp: int, ep) -> int:
+    given, ep = ep, _as_int(ep)
+    if ep == 1:
+        return 1
+    if ep is None or ep < 1:
+        raise InputError(f"ep: {given!r}; expert parallelism must be a whole number, 1 or tp")
+    if not m.moe:
+        raise InputError(f"ep: {ep} needs a mixture-of-experts model; {m.name} is dense "
+                         "(allowed: 1)")
+    if ep != tp or m.experts % ep:
+        raise InputError(f"ep: {ep} with tp {tp}: expert parallelism spreads the {m.experts} "
+                         f"experts of {m.name} over the replica's tensor-parallel GPUs; "
+                         f"allowed: 1 or {tp}" + ("" if m.experts % tp == 0 else
+                                                 f" (and {tp} must divide {m.experts})"))
+    return ep
+
+
 def allowed_tp(m: ModelShape) -> list[int]:
     """The tensor-parallel degrees that split ``m`` (vLLM's rule, one node at most)."""
     out = []
     for t in range(1, GPUS_PER_NODE + 1):
         kv_ok = m.kv_heads % t == 0 if t <= m.kv_heads else t % m.kv_heads == 0
-        if m.heads % t == 0 and m.ffn % t == 0 and kv_ok:
+        if m.heads % t == 0 and _ffn_of(m) % t == 0 and kv_ok:
             out.append(t)
     return out
 

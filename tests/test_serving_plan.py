@@ -1,0 +1,212 @@
+"""Several models on one constrained pool: the placement planner (schedatrix serving plan), its
+pool file, its search and its verdicts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from schedatrix import examples
+from schedatrix.errors import InputError
+from schedatrix.serving.harness.plan import load_pool, packs, plan, pool_from_dict
+from schedatrix.serving.harness.plan_report import plan_json, plan_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: A small pool for fast tests: two small models, few requests a rate.
+SMALL = {
+    "pool": {"gpu": "h100-80gb", "count": 2, "requests": 120, "seed": 3},
+    "models": [
+        {"name": "chat", "model": "llama-3.2-3b", "rate": 6, "input_len": "512",
+         "output_len": "64", "ttft_s": 0.5, "tpot_s": 0.05},
+        {"name": "assist", "model": "llama-3.1-8b", "rate": 3, "input_len": "1024",
+         "output_len": "128", "ttft_s": 0.5, "tpot_s": 0.05},
+    ],
+}
+
+
+def _with(count: int, **pool) -> dict:
+    return {"pool": {**SMALL["pool"], "count": count, **pool}, "models": SMALL["models"]}
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "schedatrix", "serving", "plan", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def small():
+    return plan(pool_from_dict(_with(2)))
+
+
+def test_a_small_pool_places_both_models_and_says_how(small):
+    assert small.fits and len(small.models) == 2
+    used, idle = small.gpus_used["h100-80gb"], small.gpus_idle["h100-80gb"]
+    assert used + idle == 2 and used >= 2
+    for m in small.models:
+        assert m.meets and m.option.attained >= 0.9
+        assert m.headroom == pytest.approx(m.goodput.max_rate_rps / m.spec.rate_rps)
+        assert m.headroom >= 0.97          # the goodput search's tolerance below the rate
+    first = small.breaks_first
+    assert first.headroom == min(m.headroom for m in small.models)
+    text = "\n".join(plan_lines(small))
+    assert "a placement fits" in text and "breaks first as load grows: " + first.spec.name \
+        in text
+    out = json.loads(json.dumps(plan_json(small), allow_nan=False))
+    assert out["fits"] and out["breaks_first"] == first.spec.name
+    assert out["gpus_used"] == small.gpus_used
+
+
+def test_the_chosen_placement_is_the_cheapest_that_fits(small):
+    chosen = {m.spec.name: m.option for m in small.models}
+    for name, options in small.options.items():
+        fitting = [o for o in options if o.gpus <= 2]
+        assert chosen[name].dollars_per_hour == min(o.dollars_per_hour for o in fitting)
+    # every unit the search ran has a goodput or a stated reason to be skipped
+    assert all(good is not None or result.startswith("pruned") for *_, good, result
+               in small.tried)
+
+
+def test_a_pool_too_small_says_who_cannot_be_served_and_the_count_that_would(small):
+    none = plan(pool_from_dict(_with(1)))
+    assert not none.fits and not none.models and none.unservable
+    assert none.smallest_budget == {"h100-80gb": 2}
+    text = "\n".join(plan_lines(none))
+    assert "no placement fits in 1 x h100-80gb" in text
+    assert "the smallest budget that would: 2 x h100-80gb" in text
+    # the smallest count it names is enough: the plan above, on 2 GPUs, fits
+    assert small.fits
+
+
+def test_same_seed_same_plan(small):
+    again = plan(pool_from_dict(_with(2)))
+    assert plan_json(again) == plan_json(small)
+
+
+def test_packing_on_nodes_of_eight():
+    assert packs([4, 4, 4, 2, 1], 16) and not packs([4, 4, 4, 4, 1], 16)
+    assert packs([8, 8], 16) and not packs([8, 8], 15)
+    assert packs([4, 2, 1], 7) and not packs([4, 4], 7)
+    assert packs([16], 16) and not packs([16, 1], 16)     # a 16-GPU replica takes two nodes
+    assert not packs([6, 3], 9)                            # 9 GPUs: a node of 8 and one of 1
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"pool": {"gpu": "h100-80gb"}}, "[pool] needs gpu and count"),
+    ({"pool": {"gpu": "b200", "count": 4}}, "gpu: unknown GPU 'b200'"),
+    ({"pool": {"gpu": ["h100-80gb", "a100-80gb"], "count": 8}}, "two kinds and two counts"),
+    ({"pool": {"gpu": "h100-80gb", "count": 0}}, "count"),
+    ({"pool": {"gpu": "h100-80gb", "count": 2, "attainment": 1.5}}, "attainment"),
+    ({"pool": {"gpu": "h100-80gb", "count": 2, "spare": 1}}, "unknown key 'spare'"),
+    ({"models": []}, "[[models]] is missing"),
+    ({"models": [{"model": "gpt-5", "rate": 1, "ttft_s": 1}]}, "model: 'gpt-5'"),
+    ({"models": [{"model": "llama-3.1-8b", "rate": 1}]}, "needs an SLO"),
+    ({"models": [{"model": "llama-3.1-8b", "ttft_s": 1}]}, "needs rate"),
+    ({"models": [{"model": "llama-3.1-8b", "rate": -1, "ttft_s": 1}]}, "rate"),
+    ({"models": [{"model": "llama-3.1-8b", "rate": 1, "ttft_s": 1, "dtype": "int4"}]},
+     "dtype: 'int4'"),
+    ({"models": [{"model": "llama-3.1-8b", "rate": 1, "ttft_s": 1, "input_len": "x"}]},
+     "input_len"),
+    ({"models": [{"model": "llama-3.1-8b", "rate": 1, "ttft_s": 1, "replicas": 2}]},
+     "unknown key 'replicas'"),
+    ({"models": [{"model": "llama-3.1-8b", "rate": 1, "ttft_s": 1},
+                 {"model": "llama-3.1-8b", "rate": 2, "ttft_s": 1}]}, "share the name"),
+])
+def test_bad_pool_files_are_refused_naming_the_key(change, words):
+    data = {"pool": dict(SMALL["pool"]), "models": list(SMALL["models"])}
+    data.update(change)
+    with pytest.raises(InputError) as err:
+        pool_from_dict(data, source="pool.toml")
+    assert words in str(err.value), str(err.value)
+
+
+def test_fp8_is_not_offered_where_the_gpu_has_none():
+    from schedatrix.serving.harness.plan import _units
+
+    spec = pool_from_dict({"pool": {"gpu": "a100-80gb", "count": 8},
+                           "models": [{"model": "llama-3.1-8b", "rate": 1, "ttft_s": 1,
+                                       "dtype": ["bf16", "fp8"]}]})
+    units, why = _units(spec.models[0], spec.pool)
+    assert units and all(u.dtype == "bf16" for u in units)
+    assert any("no FP8 tensor cores" in w for w in why)
+
+
+# -- the example: three models on 16 H100s, and on 2 -------------------------------------------
+def test_the_example_places_three_models_on_16_h100s_and_not_on_2():
+    path = examples.path("serving-plan.toml")
+    spec = load_pool(path)
+    assert [m.model for m in spec.models] == ["llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b"]
+    assert spec.pool.kinds == (("h100-80gb", 16),)
+    done = _cli(str(path), "--json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["fits"] and out["gpus_used"]["h100-80gb"] <= 16
+    assert out["gpus_used"]["h100-80gb"] + out["gpus_idle"]["h100-80gb"] == 16
+    assert all(m["meets"] for m in out["models"]) and len(out["models"]) == 3
+    two = _cli(str(path), "--gpus", "2", "--quiet")
+    assert two.returncode == 0 and not two.stderr.strip(), two.stderr
+    assert "no placement fits in 2 x h100-80gb" in two.stdout
+    assert "cannot be served" in two.stdout and "the smallest budget that would" in two.stdout
+    need = int(two.stdout.split("would: ")[1].split(" x ")[0])
+    assert 2 < need <= out["gpus_used"]["h100-80gb"]
+
+
+@pytest.mark.parametrize("args, word", [
+    (["missing.toml"], "cannot be read"),
+    (["--gpus", "0", "x.toml"], "--gpus"),
+])
+def test_bad_command_lines_are_one_line(args, word, tmp_path):
+    done = _cli(*args)
+    assert done.returncode == 2 and word in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[pool]\ngpu = "h100-80gb"\ncount = 2\n[[models]]\nmodel = "llama-3.1-8b"\n'
+                   'rate = 1\nttft_s = 1\ndtype = "fp16"\n')
+    done = _cli(str(bad))
+    assert done.returncode == 2 and "dtype" in done.stderr and "model 1" in done.stderr
+
+
+def test_two_kinds_of_gpu_and_a_trace_load(tmp_path):
+    # a trace's rate, burstiness and lengths are fitted; the pool has one H100 and one A100
+    rng = np.random.default_rng(0)
+    t = np.cumsum(rng.exponential(1 / 2.0, 300))
+    rows = "\n".join(f"{x:.3f},{int(i)},{int(o)}" for x, i, o in
+                     zip(t, rng.integers(200, 1500, 300), rng.integers(20, 200, 300),
+                         strict=True))
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp,input_tokens,output_tokens\n" + rows + "\n")
+    spec = pool_from_dict({
+        "pool": {"gpu": ["h100-80gb", "a100-80gb"], "count": [1, 1], "requests": 100},
+        "models": [{"name": "chat", "model": "llama-3.2-3b", "trace": "trace.csv",
+                    "ttft_s": 1.0, "tpot_s": 0.1},
+                   {"name": "assist", "model": "llama-3.1-8b", "rate": 1, "input_len": "512",
+                    "output_len": "64", "ttft_s": 1.0, "tpot_s": 0.1}]}, base=tmp_path)
+    assert spec.models[0].source.endswith("trace.csv")
+    assert spec.models[0].rate_rps == pytest.approx(300 / t[-1], rel=0.05)
+    p = plan(spec)
+    assert p.fits and sum(p.gpus_used.values()) == 2
+    # both kinds are used: one model on each, the costlier H100 where it pays
+    assert p.gpus_used == {"h100-80gb": 1, "a100-80gb": 1}
+    assert {m.option.design.gpu for m in p.models} == {"h100-80gb", "a100-80gb"}
+
+
+def test_fp8_and_expert_parallelism_on_the_command_line():
+    run = subprocess.run([sys.executable, "-m", "schedatrix", "serving", "run", "--model",
+                          "llama-3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--rate", "1",
+                          "--requests", "20"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 2 and "no FP8 tensor cores" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    run = subprocess.run([sys.executable, "-m", "schedatrix", "serving", "run", "--model",
+                          "mixtral-8x7b", "--gpu", "h100-80gb", "--tp", "2", "--ep", "2",
+                          "--dtype", "fp8", "--rate", "1", "--requests", "30", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    d = json.loads(run.stdout)["designs"][0]
+    assert d["design"]["ep"] == 2 and d["design"]["dtype"] == "fp8"
+    assert d["name"] == "1 x TP2 EP2 FP8" and d["completed"] == 30
