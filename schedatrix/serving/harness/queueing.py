@@ -23,7 +23,7 @@ import numpy as np
 from ...errors import InputError
 from ..cluster.deployment import Design
 
-__all__ = ["service_s", "MG1", "mg1"]
+__all__ = ["service_s", "MG1", "mg1", "in_system"]
 
 
 def service_s(design: Design, input_tokens, output_tokens) -> np.ndarray:
@@ -92,3 +92,13 @@ def mg1(rate_rps: float, service: np.ndarray) -> MG1:
         wait = rate_rps * second / (2 * (1 - rho))
         md1 = rho * mean / (2 * (1 - rho))
     return MG1(rate_rps, mean, float(s.std() / mean), rho, wait, md1)
+
+
+def in_system(rate_rps: float, mean_time_s: float) -> float:
+    """Little's law, L = lambda W: the mean number of requests inside a system that takes
+    ``rate_rps`` a second (as many leave) and keeps each ``mean_time_s`` on average; it holds
+    for any queue, batched or not."""
+    if not rate_rps >= 0 or not mean_time_s >= 0:
+        raise InputError(f"in_system: rate_rps and mean_time_s must be >= 0, got {rate_rps!r} "
+                         f"and {mean_time_s!r}")
+    return float(rate_rps) * float(mean_time_s)
