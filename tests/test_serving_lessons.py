@@ -492,6 +492,10 @@ def test_09_the_readings_of_the_comparison():
                "falls short (94.0%). The cheapest that passes is **4 x TP4**, sixteen GPUs on two "
                "machines, at about $6.7 per million tokens, 18 times the 3B's cost")
     assert big["1 x TP4"][-3] == "0.0%" and big["2 x TP8"][-1] == "FAIL"
+    says("09", "three prefill replicas and one decode replica of TP4, had the best p95 TPOT of "
+               "every 70B design (45.6 ms), yet it failed")
+    assert big["split P3:D1 TP4"][2] == "45.6" and big["split P3:D1 TP4"][-1] == "FAIL"
+    assert min(float(r[2].replace(",", "")) for r in big.values()) == 45.6
     assert big["2 x TP8"][-3] == "94.0%" and big["4 x TP4"][-1] == "PASS"
     assert "Cheapest design meeting the SLOs: 4 x TP4 (16 GPUs" in _folded(text)
     assert round(float(big["4 x TP4"][-2]), 1) == 6.7
