@@ -64,6 +64,9 @@ def test_littles_law_on_a_batching_replica():
     lam = f.arrived / f.span_s
     # L by sweeping arrivals and departures, against lambda x W
     assert f.mean_in_system == pytest.approx(lam * f.e2e_mean, rel=0.01)
+    # the drills' Little's law (harness.queueing.in_system) is the same product
+    from schedatrix.serving.harness.queueing import in_system
+    assert f.mean_in_system == pytest.approx(in_system(lam, f.e2e_mean), rel=0.01)
     # L sampled at 400 instants (the time series), against lambda x W: an estimate
     ts = time_series(run, windows=400)
     assert ts.in_system.mean() == pytest.approx(lam * f.e2e_mean, rel=0.05)
@@ -117,3 +120,6 @@ def test_the_laws_refuse_what_they_do_not_describe():
         service_s(Design(prefill_replicas=1, decode_replicas=1), [10], [10])
     with pytest.raises(InputError, match="equally long"):
         service_s(Design(), [10, 20], [10])
+    from schedatrix.serving.harness.queueing import in_system
+    with pytest.raises(InputError, match="in_system: rate_rps and mean_time_s"):
+        in_system(-1.0, 2.0)
