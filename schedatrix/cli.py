@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import sys
 
 from .errors import InputError
@@ -181,6 +183,16 @@ def _cmd_presets(args) -> int:
     return 0
 
 
+def share(x: float) -> str:
+    """A share as a percentage to 0.1%, never rounded to a lie: a share above 0 that rounds
+    to 0.0% reads "<0.1%", one below 1 that rounds to 100.0% reads ">99.9%"."""
+    if 0 < x < 0.0005:
+        return "<0.1%"
+    if 0.9995 <= x < 1:
+        return ">99.9%"
+    return pct(x)
+
+
 def _cmd_odds(args) -> int:
     plan = plan_from_args(args)
     odds = check_odds(plan, months=args.months, seed=args.from_seed)  # a bar when long
@@ -197,8 +209,8 @@ def _cmd_odds(args) -> int:
           f"{odds.seed + odds.months - 1}):\n")
     for name in odds.failures:
         low, high = odds.interval[name]
-        print(f"  {name:<12} fails {pct(odds.fail_share[name]):>6} of months "
-              f"({odds.confidence:.0%} interval {pct(low)} to {pct(high)})")
+        print(f"  {name:<12} fails {share(odds.fail_share[name]):>6} of months "
+              f"({odds.confidence:.0%} interval {share(low)} to {share(high)})")
     print("\n  signatures: " + ", ".join(f"{k} x {v:,}" for k, v in odds.signatures.items()))
     return 0
 
@@ -262,6 +274,43 @@ def _extensions():
             add_release_parser, add_grade_parser]
 
 
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def out_of_memory(err: MemoryError) -> str:
+    """A failed allocation in one line: how much was asked for (when the error says), what
+    the process held, and its address-space limit (ulimit -v) when it has one."""
+    asked = getattr(err, "_total_size", None)        # numpy says how large the array was
+    if asked is None:
+        m = re.search(r"size (\d+)", str(err))      # pyarrow: "malloc of size 302720 failed"
+        asked = int(m[1]) if m else None
+    text = "out of memory: " + (f"{_mib(asked)} more was needed" if asked else
+                                "an allocation failed")
+    try:
+        with open("/proc/self/statm") as f:
+            held = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        text += f", on top of the {_mib(held)} of address space this process held"
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY:
+            text += f" (its limit, ulimit -v, is {_mib(limit)})"
+    except (ImportError, OSError, ValueError):
+        pass
+    return text + "; give it more memory, or a smaller input"
+
+
+def _stop_threads() -> None:
+    """Stop the trace readers' threads before the interpreter shuts down (if any ran)."""
+    reader = sys.modules.get("schedatrix.traces.reader")
+    if reader is not None:
+        reader.stop_readers()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -269,11 +318,16 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"schedatrix: error: {err}", file=sys.stderr)
         return 2
+    except MemoryError as err:   # numpy's and pyarrow's too
+        print(f"schedatrix: error: {out_of_memory(err)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("schedatrix: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        _stop_threads()
 
 
 if __name__ == "__main__":

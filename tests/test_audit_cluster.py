@@ -40,8 +40,8 @@ def test_a_local_ray_cluster_gives_the_single_machine_figures(tmp_path):
         on_ray = audit_files(note, files, run=run)
         with pytest.raises(InputError) as info:
             audit_files(note, [*files, (bad, None)], run=run)
-    assert str(info.value) == "trace bad.csv line 3: input_tokens is '-1': tokens must be a " \
-                              "whole number from 0 to 1,000,000,000"
+    assert str(info.value) == "trace bad.csv line 3: input_tokens is a negative number: tokens " \
+                              "must be a whole number from 0 to 1,000,000,000, in decimal digits"
     here = audit_files(note, files)
     assert json_text(on_ray) == json_text(here)
     assert sorted(seen[:4]) == [3000, 4000, 4000, 4000]

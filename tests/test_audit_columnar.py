@@ -138,7 +138,7 @@ def test_an_error_late_in_a_big_file_names_its_line(tmp_path):
     rows = [f"{1_700_000_000 + i},small,{i % 900},5" for i in range(300_000)]
     rows[280_000] = "1700280000,small,-3,5"
     f.write_text("timestamp_s,pool,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
-    with pytest.raises(InputError, match="big.csv line 280002: input_tokens is '-3'"):
+    with pytest.raises(InputError, match="big.csv line 280002: input_tokens is a negative number"):
         tally_traces(NOTE, [(f, None)])
 
 
@@ -199,11 +199,13 @@ def test_parquet_time_types_read_as_their_csv(tmp_path):
 
 
 @pytest.mark.parametrize("column, values, message", [
-    ("input_tokens", [1, -2, 3], "p.parquet row 2: input_tokens is -2"),
-    ("input_tokens", [1, None, 3], "p.parquet row 2: input_tokens is nan"),
+    ("input_tokens", [1, -2, 3], "p.parquet row 2: input_tokens is a negative number"),
+    ("input_tokens", [1, None, 3], "p.parquet row 2: input_tokens is not a number (null or "
+                                   "NaN)"),
     ("pool", ["small", "patient record", "large"], "p.parquet row 2: pool names no pool of the "
                                                     "note (a text of 14 characters)"),
-    ("timestamp", [1.0, 2.0, float("inf")], "p.parquet row 3: timestamp (timestamp) is inf"),
+    ("timestamp", [1.0, 2.0, float("inf")], "p.parquet row 3: timestamp (timestamp) is not a "
+                                            "finite number"),
 ])
 def test_parquet_errors_name_the_row(tmp_path, column, values, message):
     cols = {"timestamp": [1.0, 2.0, 3.0], "pool": ["small", "large", "small"],

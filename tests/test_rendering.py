@@ -60,7 +60,6 @@ _NOT_YET = {
     "07_serving_load": "a tqdm.auto widget bar, stored at 0%",
     "08_serving_replica": "a tqdm.auto widget bar, stored at 0%",
     "09_serving_parallelism": "a tqdm.auto widget bar, stored at 0%",
-    "12_serving_review": "a tqdm.auto widget bar, stored at 0%",
 }
 
 

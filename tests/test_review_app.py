@@ -3,7 +3,7 @@ gives it."""
 
 from __future__ import annotations
 
-from schedatrix.course.review_app import EXAMPLE, ReviewApp
+from schedatrix.course.review_app import EXAMPLE, NO_LIMIT, ReviewApp
 from schedatrix.serving.harness.accept import accept, chosen
 from schedatrix.serving.harness.scenario import scenario_from_dict
 
@@ -40,7 +40,8 @@ def test_no_limit_and_no_design():
     app = ReviewApp(scenario_from_dict(SMALL))
     app.knobs["designs"].value = ("3 x TP1",)
     app.knobs["seeds"].value = 1
-    app.knobs["max_recovery"].value = None
+    app.knobs["max_recovery"].value = NO_LIMIT
+    assert app.knobs["max_recovery"].label == "no limit"
     (a,) = app.review()
     assert a.criteria.max_recovery_s is None and a.design.name == "3 x TP1"
     app.knobs["designs"].value = ()
@@ -51,3 +52,17 @@ def test_the_lesson_scenario_loads():
     app = ReviewApp(EXAMPLE)
     assert len(app.knobs["designs"].options) == 4
     assert "run this cell" in app._repr_mimebundle_()["text/plain"]
+
+
+def test_the_recovery_limit_always_shows_a_choice():
+    # a value of None left the dropdown blank ("Recovery at most:" and nothing)
+    unlimited = {**SMALL, "acceptance": {"runs": 2}}
+    knob = ReviewApp(scenario_from_dict(unlimited)).knobs["max_recovery"]
+    assert knob.index is not None and knob.label == "no limit"
+    # a limit the menu does not list is kept, not turned into "no limit"
+    own = {**SMALL, "acceptance": {"runs": 2, "max_recovery_s": 45}}
+    knob = ReviewApp(scenario_from_dict(own)).knobs["max_recovery"]
+    assert (knob.label, knob.value) == ("45 s", 45.0)
+    assert [label for label, _ in knob.options] == ["no limit", "30 s", "45 s", "60 s", "90 s",
+                                                     "120 s"]
+    assert ReviewApp(EXAMPLE).knobs["max_recovery"].label == "60 s"

@@ -166,7 +166,7 @@ def test_serve_design_runs_voila_on_the_written_page(monkeypatch):
         return 0
 
     monkeypatch.setattr(serve.importlib.util, "find_spec", lambda _name: object())
-    monkeypatch.setattr(serve.subprocess, "call", fake_call)
+    monkeypatch.setattr(serve, "run_voila", fake_call)
     assert serve.serve(argparse.Namespace(page="design", port=9002, open=False)) == 0
     assert seen["cmd"][1:3] == ["-m", "voila"] and "--port=9002" in seen["cmd"]
     assert seen["page"] == serve.page_notebook("design")
@@ -201,3 +201,59 @@ def test_voila_serves_the_design_page(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+# -- stopping the page stops Voila and its kernels (issue 19) -----------------------------------
+
+def _start_page(tmp_path):
+    """`schedatrix serve --page design` in a process of its own, with the page fetched once
+    (so Voila has started a kernel for it): (process, port)."""
+    pytest.importorskip("voila")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)
+    proc = subprocess.Popen([sys.executable, "-m", "schedatrix", "serve", "--page", "design",
+                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
+                            start_new_session=True)
+    deadline, page = time.monotonic() + 180, ""
+    while time.monotonic() < deadline and "widget-view" not in page:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=90) as r:
+                page = r.read().decode()
+        except OSError:
+            time.sleep(1)
+    assert "widget-view" in page, "the page never came up"
+    return proc, port
+
+
+def _gone(pids, port, timeout=30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if serve._alive(p)]
+        with socket.socket() as s:
+            listening = s.connect_ex(("127.0.0.1", port)) == 0
+        if not alive and not listening:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL])
+def test_stopping_serve_stops_voila_and_its_kernels(tmp_path, sig):
+    proc, port = _start_page(tmp_path)
+    below = serve.descendants(proc.pid)
+    try:
+        assert len(below) >= 2          # Voila and at least one kernel
+        proc.send_signal(sig)           # the parent alone, as a terminal or a supervisor does
+        proc.wait(timeout=60)
+        assert _gone(below, port), [p for p in below if serve._alive(p)]
+    finally:
+        for pid in [proc.pid, *below]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass

@@ -127,6 +127,29 @@ def test_the_plot_redraws_what_changed():
     assert bytes(a.image.value) != first and bytes(a.image.value).startswith(b"\x89PNG")
 
 
+def test_knobs_turned_at_once_in_two_threads_show_one_run():
+    """JupyterLab hands widget messages to kernel subshells: two knob turns can update at
+    once; the readouts and the picture end on the run the knobs say, drawn whole."""
+    import threading
+
+    a = ServingApp()
+    for round_ in range(3):
+        turns = [threading.Thread(target=setattr, args=(a.knobs["rate"], "value",
+                                                         4.0 + round_)),
+                 threading.Thread(target=setattr, args=(a.knobs["seed"], "value", 7 + round_))]
+        for t in turns:
+            t.start()
+        for t in turns:
+            t.join()
+        s = a.setting()
+        assert (s.rate_rps, s.seed) == (4.0 + round_, 7 + round_)
+        f, _run = direct(s)
+        assert a.outcome.runs[0] == f
+        assert a.text("ttft") == (f"TTFT p50 / p95 {seconds_text(f.ttft_p50)} / "
+                                  f"{seconds_text(f.ttft_p95)}")
+        assert bytes(a.image.value) == bytes(ServingApp(s).image.value)
+
+
 def test_a_refused_design_shows_the_simulator_message_and_recovers():
     a = ServingApp(plots_on=False)
     a.knobs["model"].value = "llama-3.1-70b"             # on one A100: does not fit
@@ -180,6 +203,25 @@ def test_request_plot_clips_to_its_range():
     png = p.png((np.arange(3), np.array([1e-6, 0.5, 1e6])), (np.arange(2), [0.01, 0.02]),
                 1.0, None)
     assert png.startswith(b"\x89PNG")
+
+
+def test_the_request_plot_reads_at_the_size_the_app_shows_it():
+    """Lesson 07's app showed its plot's words at 8 pixels (8 pt at 72 dpi, shown 1:1): every
+    text is now at least 12 pixels high where the app draws it, ticks plain numbers."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    a = ServingApp(groups=("load", "slo", "seed"))
+    fig = a._plot.fig
+    shown = int(a.image.layout.width.removesuffix("px")) / fig.bbox.width   # widget px per px
+    FigureCanvasAgg(fig).draw()
+    texts = [t for ax in fig.axes for t in (ax.title, ax._left_title, ax.xaxis.label,
+                                             ax.yaxis.label, *ax.get_xticklabels(),
+                                             *ax.get_yticklabels(), *ax.get_legend().get_texts())
+             if t.get_text()]
+    assert len(texts) > 20
+    for t in texts:
+        assert t.get_fontsize() * fig.dpi / 72 * shown >= 12, t.get_text()
+    ticks = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    assert "0.001" in ticks and "1000" in ticks and not any("^" in t for t in ticks)
 
 
 def test_seconds_text():

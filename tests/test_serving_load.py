@@ -333,7 +333,7 @@ GOLDEN_CLASS = [0, 1, 0, 0]
     ({"rate_rps": 1, "bursts": [Burst(5, 10, 2)], "trace": "x.csv"}, "--rate and --trace"),
     ({"rate_rps": 1, "speed": 2.0}, "speeds up a --trace replay"),
     ({"trace": "x.csv", "input_len": "5", "output_len": "5"}, "takes its lengths from the trace"),
-    ({"trace": "x.csv", "speed": 0}, "speed 0: must be a finite number > 0"),
+    ({"trace": "x.csv", "speed": 0}, "speed 0: must be a number from 1e-06 to 1e+06"),
     ({"rate_rps": 1, "input_len": "5"}, None),
     ({"rate_rps": 1, "tenants": [Tenant(SLOClass("t"), 1.0)], "closed_loop": ClosedLoop(2)},
      "--rate and closed_loop"),

@@ -38,10 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..traces.blocks import regular_file
 from .objective import Objective, parse_objective
 
 __all__ = ["PoolConfig", "FleetNote", "load_note", "parse_note", "ASSUMED_REPLICA_RPS",
-           "MIN_REPLICA_RPS", "MAX_REPLICA_RPS", "MAX_GPUS"]
+           "MIN_REPLICA_RPS", "MAX_REPLICA_RPS", "MAX_GPUS", "MAX_PRICE"]
 
 #: The form's first-pass per-replica capacity, requests/s, by pool role (None = role unknown).
 ASSUMED_REPLICA_RPS = {"small": 6.0, "large": 3.0, None: 3.0}
@@ -49,6 +50,8 @@ ASSUMED_REPLICA_RPS = {"small": 6.0, "large": 3.0, None: 3.0}
 MIN_REPLICA_RPS, MAX_REPLICA_RPS = 1e-6, 1_000_000
 #: The most GPUs a fleet may have.
 MAX_GPUS = 1_000_000
+#: The highest price per GPU-hour a note may give, dollars (the bill then stays finite).
+MAX_PRICE = 1_000_000
 
 _FLEET_KEYS = {"gpus", "serving_stack", "objectives", "routing", "trace_window",
                "price_per_gpu_hour"}
@@ -130,6 +133,7 @@ class FleetNote:
 def load_note(path: str | Path) -> FleetNote:
     """Read and validate a fleet note file (TOML)."""
     path = Path(path)
+    regular_file(path, f"fleet note {str(path)!r}")
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -151,6 +155,9 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
         raise InputError(f"{source}: not valid TOML: {exc}") from None
     except ValueError as exc:  # an integer too long to read
         raise InputError(f"{source}: not valid TOML: {str(exc).split(';')[0]}") from None
+    except RecursionError:
+        raise InputError(f"{source}: not valid TOML: arrays or tables nested too deep to read "
+                         "(a note nests two levels)") from None
     problems: list[str] = []
     fleet = data.get("fleet")
     if not isinstance(fleet, dict):
@@ -178,9 +185,9 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
     price = fleet.get("price_per_gpu_hour")
     if _blank(price):
         price = None
-    elif not _is_number(price) or not math.isfinite(price) or price < 0:
+    elif not _is_number(price) or not math.isfinite(price) or not 0 <= price <= MAX_PRICE:
         problems.append(f"[fleet] price_per_gpu_hour = {_short(price)}: must be a finite "
-                        "number >= 0 (dollars per GPU-hour)")
+                        f"number from 0 to {MAX_PRICE:,} (dollars per GPU-hour)")
         price = None
     fleet_objectives = _objectives(fleet.get("objectives"), "[fleet] objectives", problems)
 
@@ -195,6 +202,7 @@ def parse_note(text: str, source: str = "fleet note") -> FleetNote:
         if pool is not None:
             pools.append(pool)
 
+    _alias_clashes(pools, problems)
     if gpu_count:
         for p in pools:
             if p.max_gpus > gpu_count:
@@ -278,6 +286,24 @@ def _pool(pool_id: str, raw, fleet_objectives, problems: list[str]) -> PoolConfi
                       min_replicas=lo, max_replicas=hi, gpus_per_replica=gpus,
                       replica_rps=rps, replica_rps_assumed=assumed, objectives=objectives,
                       aliases=tuple(aliases))
+
+
+def _alias_clashes(pools: list[PoolConfig], problems: list[str]) -> None:
+    """Refuse an alias that names another pool too (its id, a model or an alias of it): a
+    trace's pool or model column would then move that pool's rows silently."""
+    for p in pools:
+        for alias in p.aliases:
+            key = alias.strip().lower()
+            for q in pools:
+                if q is p:
+                    continue
+                what = ("the id" if key == q.pool_id.lower() else
+                        "a model" if key in (m.lower() for m in q.models) else
+                        "an alias" if key in (a.strip().lower() for a in q.aliases) else None)
+                if what:
+                    problems.append(f"[pools.{p.pool_id}] aliases: {_short(alias)} is also "
+                                    f"{what} of pool {q.pool_id}: a trace's pool or model "
+                                    "column would name two pools (an alias names one pool)")
 
 
 def _capacity(raw: dict, where: str, problems: list[str]) -> tuple[str, int, int, int]:

@@ -43,14 +43,16 @@ class Objective:
 
 def parse_objective(text: str) -> Objective:
     """Parse one objective; raise ValueError naming the accepted forms if it can't be read."""
+    shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
     m = _ERRORS.match(text)
     if m:
-        return Objective("error_rate", None, float(m["value"]) / 100, m["op"] == "<=",
-                         text.strip())
+        share = float(m["value"]) / 100
+        if not share < 1:   # every request may fail: "< 200%" is no objective
+            raise ValueError(f"objective {shown}: an error rate limit must be below 100%")
+        return Objective("error_rate", None, share, m["op"] == "<=", text.strip())
     m = _LATENCY.match(text)
     if m and m["metric"].lower().strip() in _METRICS and 0 < float(m["pct"]) < 100:
         scale = 0.001 if m["unit"].lower() == "ms" else 1.0
         return Objective(_METRICS[m["metric"].lower().strip()], float(m["pct"]),
                          float(m["value"]) * scale, m["op"] == "<=", text.strip())
-    shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
     raise ValueError(f"objective {shown} can't be parsed (write it as {OBJECTIVE_FORMS})")

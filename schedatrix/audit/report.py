@@ -405,6 +405,9 @@ def write_report(a: Audit, out_dir: str | Path) -> dict[str, Path]:
 def prepare_out(out_dir: str | Path) -> Path:
     """Make sure the report can be written into `out_dir` (a folder, created if missing), so
     a bad destination stops the audit before any reading. Raises InputError."""
+    if not str(out_dir).strip():
+        raise InputError(f"--out {str(out_dir)!r}: name a folder for the report (a blank name "
+                         "would write into the current folder)")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} is a file, not a folder: name a folder for the "

@@ -346,16 +346,16 @@ def tally_file(note: FleetNote, job: FileJob, bucket_s: int, edges: tuple[int, .
     """Tally one file into a Tally of its own (its rows' codes carry `job.index`);
     `on_progress(rows)` is called after each chunk with the rows it held."""
     tally = Tally(note, bucket_s, edges)
-    reader = TraceReader(job.path, note, job.pool, engine=engine)
     rows, lo, hi = 0, math.inf, -math.inf
-    for chunk in reader:
-        tally.add(chunk, job.index, offset_s)
-        rows += len(chunk.t_s)
-        if len(chunk.t_s):
-            lo = min(lo, float(chunk.t_s.min()) + offset_s)
-            hi = max(hi, float(chunk.t_s.max()) + offset_s)
-        if on_progress is not None:
-            on_progress(len(chunk.t_s))
+    with TraceReader(job.path, note, job.pool, engine=engine) as reader:  # closed on an error
+        for chunk in reader:
+            tally.add(chunk, job.index, offset_s)
+            rows += len(chunk.t_s)
+            if len(chunk.t_s):
+                lo = min(lo, float(chunk.t_s.min()) + offset_s)
+                hi = max(hi, float(chunk.t_s.max()) + offset_s)
+            if on_progress is not None:
+                on_progress(len(chunk.t_s))
     tally.files.append(TraceFile(reader.source, reader.format_name, rows, reader.relative,
                                  offset_s, lo, hi))
     tally.warnings += reader.warnings

@@ -17,6 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 from PIL import Image
 
+from ..serving.harness.plot_text import plain_ticks
+
 __all__ = ["RequestPlot", "TTFT_RANGE_S", "TPOT_RANGE_S"]
 
 #: The panels' fixed ranges, seconds.
@@ -29,12 +31,12 @@ class RequestPlot:
     """Two panels: TTFT and TPOT of each request against its number in arrival order
     (``requests`` of them), SLO thresholds dashed. :meth:`png` redraws and returns PNG bytes."""
 
-    def __init__(self, requests: int, size_in=(10.5, 3.0), dpi: int = 72):
+    def __init__(self, requests: int, size_in=(7.9, 3.0), dpi: int = 96):
         self.requests = int(requests)
         self.fig = Figure(figsize=size_in, dpi=dpi)
         self.canvas = FigureCanvasAgg(self.fig)
         axes = self.fig.subplots(1, 2)
-        self.fig.subplots_adjust(left=0.07, right=0.99, top=0.86, bottom=0.18, wspace=0.22)
+        self.fig.subplots_adjust(left=0.085, right=0.99, top=0.88, bottom=0.19, wspace=0.32)
         self.axes = dict(zip(("ttft", "tpot"), axes, strict=True))
         self.ranges = {"ttft": TTFT_RANGE_S, "tpot": TPOT_RANGE_S}
         self.dots, self.slo = {}, {}
@@ -42,19 +44,20 @@ class RequestPlot:
             ax.set_yscale("log")
             ax.set_ylim(*self.ranges[key])
             ax.yaxis.set_minor_locator(NullLocator())
+            plain_ticks(ax.yaxis, minor=False)
             ax.set_xlim(0, max(self.requests, 1))
-            ax.set_xlabel("request (in arrival order)", fontsize=9)
-            ax.set_ylabel(f"{key.upper()} (s)", fontsize=9)
-            ax.tick_params(labelsize=8)
+            ax.set_xlabel("request (in arrival order)", fontsize=10)
+            ax.set_ylabel(f"{key.upper()} (s)", fontsize=10)
+            ax.tick_params(labelsize=9.5)
             ax.grid(True, which="major", axis="y", color="#eeeeee", linewidth=0.8)
             ax.plot([], [], color=_COLOURS["slo"], linestyle="--", linewidth=1,
                     label="SLO threshold")
-            ax.legend(fontsize=8, loc="upper right", frameon=False)
+            ax.legend(fontsize=9.5, loc="upper right", frameon=False)
             self.dots[key] = ax.scatter([], [], s=6, color=_COLOURS[key], linewidths=0,
                                         alpha=0.7, animated=True)
             self.slo[key] = ax.axhline(1.0, color=_COLOURS["slo"], linestyle="--",
                                        linewidth=1, animated=True)
-            ax.set_title(f"{key.upper()} of each request", fontsize=10, loc="left")
+            ax.set_title(f"{key.upper()} of each request", fontsize=11, loc="left")
         self.canvas.draw()                      # the frame alone: animated artists skipped
         self._background = self.canvas.copy_from_bbox(self.fig.bbox)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import math
 import re
 from pathlib import Path
 
@@ -25,11 +26,21 @@ from ..serving.harness.accept import Accepted, accept, chosen
 from ..serving.harness.acceptance import interval
 from ..serving.harness.scenario import Scenario, load_scenario
 
-__all__ = ["ReviewApp", "review_app", "EXAMPLE"]
+__all__ = ["ReviewApp", "review_app", "EXAMPLE", "NO_LIMIT", "recovery_choices"]
 
 #: The scenario the lesson reviews.
 EXAMPLE = example_path("serving-accept.toml")
+#: The recovery limit's "no limit" choice. A dropdown shows nothing for a value of None (it
+#: reads as "nothing picked"), so "no limit" is infinity here and None to :func:`accept`.
+NO_LIMIT = math.inf
 _TAG = re.compile(r"<[^>]+>")
+
+
+def recovery_choices(limit: float | None) -> list[tuple[str, float]]:
+    """The recovery limit's choices: no limit, 30 to 120 s, and the scenario's own limit
+    (kept as it is when it is none of those)."""
+    seconds = {30.0, 60.0, 90.0, 120.0} | ({float(limit)} if limit is not None else set())
+    return [("no limit", NO_LIMIT)] + [(f"{s:g} s", s) for s in sorted(seconds)]
 _STYLE = """<style>
 .sx-r-table td, .sx-r-table th {padding: 1px 10px 1px 0; text-align: left;}
 .sx-r-yes {color: #1a7f37; font-weight: 600;}
@@ -54,10 +65,9 @@ class ReviewApp:
             "seeds": widgets.IntSlider(value=self.scenario.runs, min=1, max=6,
                                        description="Seeds", style=style,
                                        continuous_update=False),
-            "max_recovery": widgets.Dropdown(
-                options=[("no limit", None)] + [(f"{s} s", float(s)) for s in (30, 60, 90, 120)],
-                value=limit if limit in (30, 60, 90, 120) else None,
-                description="Recovery at most", style=style),
+            "max_recovery": widgets.Dropdown(options=recovery_choices(limit),
+                                             value=NO_LIMIT if limit is None else float(limit),
+                                             description="Recovery at most", style=style),
         }
         for name, knob in self.knobs.items():
             knob.add_class(f"sx-r-knob-{name.replace('_', '-')}")
@@ -100,7 +110,9 @@ class ReviewApp:
             return None
         sc = self.scenario
         runs = int(self.knobs["seeds"].value)
-        fc = dataclasses.replace(sc.fault_criteria, max_recovery_s=self.knobs["max_recovery"].value)
+        limit = self.knobs["max_recovery"].value
+        fc = dataclasses.replace(sc.fault_criteria,
+                                 max_recovery_s=None if limit == NO_LIMIT else limit)
         self.progress.max = len(designs) * runs * (2 if sc.faults else 1)
         self.progress.value = 0
 

@@ -10,17 +10,22 @@ kernel and shows only its outputs. No clone is needed: the installed package is 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ..errors import InputError
 
 __all__ = ["PAGE_NAME", "PAGES", "page_notebook", "write_page", "voila_command",
-           "add_serve_parser", "serve"]
+           "add_serve_parser", "serve", "run_voila", "stop", "descendants"]
 
 PAGE_NAME = "walkthrough.ipynb"
 _INTRO = (
@@ -102,10 +107,103 @@ def serve(args: argparse.Namespace) -> int:
         cmd = voila_command(args.port, write_page(Path(folder), page), args.open)
         print(f"serving {what} on http://127.0.0.1:{args.port}/ (Ctrl+C stops it)",
               flush=True)
+        return run_voila(cmd)
+
+
+#: Signals that stop the page: Voila and its kernels go with it.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Seconds Voila (then its kernels) get to stop on SIGTERM before they are killed.
+GRACE_S = 10.0
+
+
+def _die_with_parent() -> None:
+    """In the child, before Voila starts: SIGTERM when the parent dies, however it dies (a
+    SIGKILL too; Linux's PR_SET_PDEATHSIG). Elsewhere nothing: the signal handlers remain."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)   # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, theirs, ...), from /proc; [] where there is none.
+    Voila's kernels run in sessions of their own, so killing Voila's group misses them."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
         try:
-            return subprocess.call(cmd)
-        except KeyboardInterrupt:
-            return 0
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:   # a zombie has exited; only its parent's wait is missing
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop Voila and everything it started: SIGTERM to its process group and to every
+    descendant (the kernels), then SIGKILL to whatever is left after :data:`GRACE_S`."""
+    below = descendants(proc.pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, sig)
+        for pid in below:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None and not any(_alive(p) for p in below):
+                return
+            time.sleep(0.1)
+    proc.wait()
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def run_voila(cmd: list[str]) -> int:
+    """Run Voila until it exits or this process gets SIGINT, SIGTERM or SIGHUP; then Voila's
+    process group and its kernels stop too (and they stop if this process is killed). The
+    exit code is Voila's, 0 after Ctrl+C, 128 + the signal after SIGTERM or SIGHUP."""
+    def raise_stopped(signum, _frame):
+        raise _Stopped(signum)
+
+    previous = {sig: signal.signal(sig, raise_stopped) for sig in STOP_SIGNALS}
+    proc = None
+    try:
+        proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_die_with_parent)
+        return proc.wait()
+    except (_Stopped, KeyboardInterrupt) as stopped:
+        signum = getattr(stopped, "signum", signal.SIGINT)
+        return 0 if signum == signal.SIGINT else 128 + signum
+    finally:
+        for sig in STOP_SIGNALS:   # a second signal now can't cut the stopping short
+            signal.signal(sig, signal.SIG_IGN)
+        if proc is not None:
+            stop(proc)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def add_serve_parser(subparsers) -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import threading
 
 import ipywidgets as widgets
 import numpy as np
@@ -109,6 +110,7 @@ class ServingApp:
         self.seeds: Outcome | None = None
         self.error = ""
         self._holding = False
+        self._updating = threading.RLock()
         self._build_knobs(setting or Setting())
         self._build_readouts()
         self._build_plot()
@@ -247,7 +249,14 @@ class ServingApp:
     # ----- the one path from knobs to readout ---------------------------------------------
     def update(self) -> Outcome | None:
         """Serve the setting's load on its design once; refresh every readout and the plot.
-        Returns the run's outcome, or None when the simulator refused a knob value."""
+        Returns the run's outcome, or None when the simulator refused a knob value. One
+        update at a time, the latest knobs last: a kernel may handle two widget messages at
+        once, in two threads (JupyterLab sends them to subshells), and the readouts and the
+        picture must show one run."""
+        with self._updating:
+            return self._update()
+
+    def _update(self) -> Outcome | None:
         self.updates += 1
         s = self.setting()
         self.knobs["replicas"].disabled = s.split != (0, 0)
@@ -308,7 +317,12 @@ class ServingApp:
         return None
 
     def redraw(self) -> None:
-        """Each completed request's TTFT and TPOT by arrival order, SLOs dashed."""
+        """Each completed request's TTFT and TPOT by arrival order, SLOs dashed (under the
+        update lock: one picture is drawn at a time)."""
+        with self._updating:
+            self._redraw()
+
+    def _redraw(self) -> None:
         run, s = self.run, self.setting()
         done = np.flatnonzero(run.status == COMPLETED)
         ttft = run.first_token_s[done] - run.arrival_s[done]
@@ -324,6 +338,10 @@ class ServingApp:
         """The design on ``runs`` fresh draws of the load (seeds from the seed knob), each
         ``requests`` arrivals long; the progress bar moves run by run. Returns the outcome
         (every figure's mean and 95% interval), or None when the knobs are refused."""
+        with self._updating:      # a knob turned meanwhile waits, then clears the table
+            return self._run_seeds(runs, requests)
+
+    def _run_seeds(self, runs: int | None, requests: int | None) -> Outcome | None:
         runs = self.seeds_runs if runs is None else runs
         requests = self.seeds_requests if requests is None else requests
         s = self.setting()

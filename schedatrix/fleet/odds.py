@@ -62,6 +62,24 @@ PROGRESS_CARD_MONTHS = 50_000_000
 PROGRESS_REFRESH_S = {"terminal": 0.5, "log": 10.0}
 
 
+#: The most card-months one call may run (cards x months, over every variant): about a minute
+#: at the engine's target (1,000,000 months of 32 cards a second), 7 minutes at the 5 million
+#: card-months a second measured on this project's busy two cores. Beyond, the answer would
+#: take hours (odds --months 1e12 ran for about 300 h): run shorter calls on other seeds.
+MAX_CARD_MONTHS = 2_000_000_000
+
+
+def _not_too_long(plan: Plan, months: int, variants: int = 1) -> None:
+    total = plan.cards * months * variants
+    if total > MAX_CARD_MONTHS:
+        most = MAX_CARD_MONTHS // (plan.cards * variants)
+        runs = f"{variants} plans of " if variants > 1 else ""
+        raise InputError(f"months = {months:,}: that is {total:,} card-months ({runs}"
+                         f"{plan.cards} cards), and a call runs at most "
+                         f"{MAX_CARD_MONTHS:,} (minutes of CPU; more would take hours): "
+                         f"at most {most:,} months of this plan")
+
+
 def _bar(months: int, show: bool):
     stream = sys.stderr
     try:
@@ -101,6 +119,7 @@ def check_odds(plan: Plan, months: int = 2_000, seed: int = 0, confidence: float
     months: the engine's own work arrays do not grow with the months it is given.
     """
     months = whole_number("months", months, low=1)
+    _not_too_long(plan, months)
     seed = whole_number("seed", seed, low=0, high=MAX_SEED - months + 1,
                         allowed="a whole number from 0 to 2**63 - months")
     confidence = real_number("confidence", confidence, "a fraction in (0, 1)",
@@ -238,6 +257,7 @@ def mattered_vs_noise(plan: Plan, months: int = 400, seed: int = 0,
     given, is called with 1 after the plan and after each step (a progress bar's update).
     """
     months = whole_number("months", months, low=2)
+    _not_too_long(plan, months, 1 + len(knob_steps(plan)))
     base = simulate_many(plan, months, seed).bill
     noise = float(np.std(base))
     if progress is not None:

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from .cluster.routing import ROUTERS
+from .harness.toml_tables import out_folder
 from .perf.catalog import DTYPES, GPUS, MODELS
 
 __all__ = ["add_serving_parser"]
@@ -125,7 +126,8 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reference", action="store_true",
                    help="use the plain reference simulator (every iteration; slow)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
-    p.add_argument("--out", metavar="DIR", help="write report.md, PNG plots and result.json")
+    p.add_argument("--out", metavar="DIR", type=out_folder,
+                   help="write report.md, PNG plots and result.json")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -354,6 +356,8 @@ def _finish(comparisons: dict, scenario, args) -> int:
     print()
     for o in main.outcomes:
         print(f"  {o.design.name}: {o.verdict()}")
+        if o.rejections():
+            print(f"  {o.design.name}: {o.rejections()}")
     for name, reason in main.skipped:
         print(f"  {name}: not run ({reason})")
     if len(comparisons) > 1:
@@ -496,7 +500,7 @@ def _run_with_faults(scenario, design, args) -> int:
     for k, (fig, figs) in enumerate(zip(a.with_faults, a.fault_figures, strict=True)):
         print(f"run {k + 1}: with the faults {fig.completed:,} of {fig.arrived:,} completed, "
               f"{fig.rejected:,} rejected, {fig.failed:,} failed; {fig.slo_attainment:.1%} "
-              f"within SLOs; TTFT p95 {fig.ttft_p95 * 1000:,.0f} ms")
+              f"within SLOs; TTFT p95 {_ms_or_dash(fig.ttft_p95)}")
         if figs:
             f = figs[0]
             print(f"  retried {f.retried}, failed after retries {f.failed}, lost {f.lost}, "
@@ -504,16 +508,25 @@ def _run_with_faults(scenario, design, args) -> int:
                   f"not with them)")
         for f in figs:
             rec = "never" if f.recovery_s is None else f"{f.recovery_s:g} s"
-            during = "-" if f.ttft_p95_during != f.ttft_p95_during else (
-                "inf" if f.ttft_p95_during == float("inf") else
-                f"{f.ttft_p95_during * 1000:,.0f} ms")
+            during = "inf" if f.ttft_p95_during == float("inf") else _ms_or_dash(
+                f.ttft_p95_during)
             print(f"  {f.fault}: p95 TTFT of arrivals during it {during} (before "
-                  f"{f.pre_ttft_p95 * 1000:,.0f} ms), recovery time {rec}")
+                  f"{_ms_or_dash(f.pre_ttft_p95)}), recovery time {rec}")
     print()
     print(f"without faults: {a.outcome.verdict()}")
+    if a.outcome.rejections():
+        print(f"without faults: {a.outcome.rejections()}")
+    why = a.reasons()
+    print("acceptance: " + {True: "accepted", False: "not accepted",
+                            None: "no verdict"}[a.accepted] + (f" ({why[0]})" if why else ""))
     if args.out:
         print(f"report: {args.out}")
     return 0
+
+
+def _ms_or_dash(seconds: float) -> str:
+    """Milliseconds, or "-" where there is no figure (nothing completed)."""
+    return "-" if seconds != seconds else f"{seconds * 1000:,.0f} ms"
 
 
 def _cmd_accept(args) -> int:

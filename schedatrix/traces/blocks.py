@@ -1,13 +1,17 @@
 """A text file's bytes in blocks of whole lines: the one place that opens a trace file.
 
 Decompresses ``.gz``, skips a UTF-8 byte-order mark at the start, and hands out blocks of at
-most `n` lines with the number of their first line. A line longer than `MAX_LINE_BYTES` stops
-the read (a trace line holds a few numbers), so memory stays bounded whatever the file holds.
+most `n` lines, and of about `BLOCK_BYTES` at most, with the number of their first line. A line
+longer than `MAX_LINE_BYTES` stops the read (a trace line holds a few numbers). So a block holds
+at most `BLOCK_BYTES` + 1 MiB, short lines or long, and memory stays bounded whatever the file
+holds.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -15,12 +19,31 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["Blocks", "MAX_LINE_BYTES", "blank_lines"]
+__all__ = ["Blocks", "MAX_LINE_BYTES", "BLOCK_BYTES", "blank_lines", "regular_file"]
 
 #: The longest line a trace may have, in bytes.
 MAX_LINE_BYTES = 1 << 20
+#: The most bytes a block of lines holds (a block ends at the last whole line once it has this
+#: many): 262,144 short lines fit; long lines (Mooncake's hash_ids) make blocks of fewer rows.
+BLOCK_BYTES = 8 << 20
 _BOM = b"\xef\xbb\xbf"
 _READ_BYTES = 1 << 20
+
+
+def regular_file(path: Path, what: str) -> None:
+    """Refuse a path that is not a regular file (a FIFO, a socket, a device) before anything
+    opens it: reading a FIFO waits forever for a writer. ``what`` names it ("trace x.csv").
+    A path that can't be found is left to the open, which says why."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if
+                stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a folder" if stat.S_ISDIR(mode) else "not a regular file")
+        raise InputError(f"{what} is {kind}, not a file: give a file (a pipe or a device is "
+                         "never read, it could wait forever)")
 
 
 def blank_lines(data: bytes, newlines: np.ndarray | None = None) -> np.ndarray:
@@ -45,6 +68,7 @@ class Blocks:
 
     def __init__(self, path: Path, source: str):
         self.source = source
+        regular_file(path, f"trace {source}")
         try:
             self.raw = open(path, "rb")  # noqa: SIM115 - closed in close()
         except OSError as exc:
@@ -87,9 +111,9 @@ class Blocks:
     def take(self, n: int) -> tuple[bytes, int, int]:
         """Up to `n` whole lines (with their line breaks), the first one's number, how many."""
         nl = self.nl
-        while len(nl) < n and not self.eof:
+        while len(nl) < n and not self.eof and len(self.buf) < BLOCK_BYTES:
             want = max(_READ_BYTES, int((n - len(nl)) * self.bytes_per_line * 1.1))
-            data = self._read(want)
+            data = self._read(min(want, max(_READ_BYTES, BLOCK_BYTES - len(self.buf))))
             if not data:
                 self.eof = True
                 break
@@ -101,6 +125,8 @@ class Blocks:
                 self._too_long(self.line + len(nl) + 1)
         if len(nl) >= n:
             cut = int(nl[n - 1]) + 1
+        elif not self.eof:
+            cut = int(nl[-1]) + 1  # a block's worth of bytes: the whole lines it holds
         elif self.buf:
             cut = len(self.buf)  # the end: the last line may lack its line break
         else:

@@ -21,16 +21,20 @@ import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from .blocks import regular_file
 from .convert import Labels
 from .formats import IGNORED, TraceFormat, norm
 from .privacy import column, looks_like_text
+from .threads import size_pools
 
 __all__ = ["Slow", "csv_columns", "json_columns", "ParquetFile", "parquet_columns",
            "is_parquet", "arrow_text", "role_columns"]
 
-_NUMBERS = ("input", "output", "ttft", "e2e")
+_NUMBERS = ("input", "output", "total", "ttft", "e2e")
+_COUNTS = ("input", "output", "total")
 _TEXTS = ("pool", "model", "status", "replica")
 _OPTIONAL = ("ttft", "e2e")
+size_pools()
 
 
 class Slow(Exception):
@@ -100,7 +104,31 @@ def _iso(arr) -> np.ndarray:
         return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=str)
 
 
-def role_columns(table: pa.Table, fmt: TraceFormat, iso: bool, strict: bool) -> dict:
+def _check_type(t: pa.DataType, role: str, name: str, source: str) -> None:
+    """Refuse a Parquet column whose type can't hold its role: a bool, a struct or a list of
+    token counts, a map of times (the type is named; no value is read)."""
+    value = t.value_type if pa.types.is_dictionary(t) else t
+    text = _is_text_type(value)
+    if role in _COUNTS:
+        ok = pa.types.is_integer(value) or pa.types.is_floating(value) or text
+        allowed = "integers (or whole numbers, or their decimal digits as text)"
+    elif role in _NUMBERS:
+        ok = pa.types.is_integer(value) or pa.types.is_floating(value) or text
+        allowed = "numbers (or their decimal digits as text)"
+    elif role == "time":
+        ok = (pa.types.is_integer(value) or pa.types.is_floating(value) or text
+              or pa.types.is_timestamp(value) or pa.types.is_date(value))
+        allowed = "a timestamp or date type, numbers, or ISO-8601 text"
+    else:
+        ok = text or pa.types.is_integer(value)
+        allowed = "text or integers (ids and codes)"
+    if not (ok or pa.types.is_null(value)):
+        raise InputError(f"trace {source}: column {name!r} is of Parquet type {value}, which "
+                         f"can't hold its {role} values; allowed: {allowed}")
+
+
+def role_columns(table: pa.Table, fmt: TraceFormat, iso: bool, strict: bool,
+                 source: str = "trace") -> dict:
     """The role columns of a table as numpy arrays (numbers, times) or Labels (texts).
 
     `strict` (CSV, JSON lines): a null where a value is needed raises Slow. Otherwise
@@ -111,6 +139,8 @@ def role_columns(table: pa.Table, fmt: TraceFormat, iso: bool, strict: bool) -> 
             cols[role] = _hashes(table, name, strict)
             continue
         arr = table.column(name).combine_chunks()
+        if not strict:
+            _check_type(arr.type, role, name, source)
         if arr.null_count and role not in _OPTIONAL:
             if strict:
                 raise Slow
@@ -126,7 +156,7 @@ def role_columns(table: pa.Table, fmt: TraceFormat, iso: bool, strict: bool) -> 
                 cols[role] = _iso(pc.cast(arr, pa.string())) if iso else _text_numbers(arr)
             else:
                 cols[role] = _floats(arr)
-        elif role in ("input", "output") and pa.types.is_integer(arr.type) and not arr.null_count:
+        elif role in _COUNTS and pa.types.is_integer(arr.type) and not arr.null_count:
             cols[role] = arr.to_numpy(zero_copy_only=False)   # counts stay integers
         elif role in _NUMBERS:
             cols[role] = _text_numbers(arr) if _is_text_type(arr.type) else _floats(arr)
@@ -190,12 +220,12 @@ def _types(fmt: TraceFormat, iso: bool, csv: bool = False) -> dict[str, pa.DataT
     block with "12.0" fails and goes to the reference, which reads it) and texts as
     dictionaries (a few distinct values: pools, replicas, status codes)."""
     types = {}
-    for role, name in fmt.columns.items():
+    for role, name in fmt.columns.items():  # (pyarrow reads 0x10 as 16: see csv_columns)
         if role == "hashes":
             continue   # a list per row, read by _hashes
         if role == "time":
             types[name] = pa.string() if iso else pa.float64()
-        elif role in ("input", "output") and csv:
+        elif role in _COUNTS and csv:
             types[name] = pa.int64()
         elif role in _NUMBERS:
             types[name] = pa.float64()
@@ -208,7 +238,7 @@ def csv_columns(data: bytes, names: list[str], fmt: TraceFormat, iso: bool, sour
                 rows: int) -> dict:
     """A block of CSV lines (no header) as role columns; `rows` is how many non-blank lines it
     has. Raises Slow where the reference must decide."""
-    if b'"' in data:
+    if b'"' in data or b"0x" in data or b"0X" in data:   # pyarrow reads "0x10" as 16
         raise Slow
     types = {n: pa.string() for n in names} | _types(fmt, iso, csv=True)
     try:
@@ -225,7 +255,7 @@ def csv_columns(data: bytes, names: list[str], fmt: TraceFormat, iso: bool, sour
     if table.num_rows != rows:
         raise Slow
     _check_unknown(table, fmt, names, False, source, strict=True)
-    return role_columns(table, fmt, iso, strict=True)
+    return role_columns(table, fmt, iso, True, source)
 
 
 def json_columns(data: bytes, fmt: TraceFormat, iso: bool, source: str, rows: int) -> dict:
@@ -252,7 +282,7 @@ def json_columns(data: bytes, fmt: TraceFormat, iso: bool, source: str, rows: in
         elif not pa.types.is_string(t):
             raise Slow
     _check_unknown(table, fmt, table.column_names, True, source, strict=True)
-    return role_columns(table, fmt, iso, strict=True)
+    return role_columns(table, fmt, iso, True, source)
 
 
 class ParquetFile:
@@ -264,6 +294,8 @@ class ParquetFile:
         files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
         if not files:
             raise InputError(f"trace {source}: a folder with no .parquet file")
+        for f in files:
+            regular_file(f, f"trace {source}" if f == path else f"trace {source}/{f.name}")
         try:
             self.files = [pq.ParquetFile(f) for f in files]
         except (OSError, pa.ArrowInvalid) as exc:
@@ -320,4 +352,4 @@ def parquet_columns(table: pa.Table, fmt: TraceFormat, iso: bool, source: str,
                     names: list[str]) -> dict:
     """A Parquet batch as role columns (errors name rows: no reference to fall back on)."""
     _check_unknown(table, fmt, names, False, source, strict=False)
-    return role_columns(table, fmt, iso, strict=False)
+    return role_columns(table, fmt, iso, False, source)

@@ -14,10 +14,17 @@ Times (the time base, docs/audit.md):
   it counts from the trace's start (relative). The file's first row decides its time base. A
   relative time whose unit the column doesn't name is read as seconds, with a warning.
 - Every time, in seconds, lies in [0, `TIME_END_S`): epoch times run from 1970 to 2199.
+
+Numbers written as text (CSV, text columns of Parquet) are plain ASCII decimal notation: digits,
+a sign, a decimal point, an exponent (``12``, ``12.0``, ``1.2e3``). Python and numpy would
+also read ``１２`` (full-width), ``٣`` (Arabic-Indic), ``1_000`` and ``inf``, and pyarrow
+``0x10``: all refused. In JSON a count is a JSON number (``"500"`` is refused). A refused
+field is never quoted (:func:`~.privacy.described`).
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -26,10 +33,10 @@ import numpy as np
 from ..errors import InputError
 from .formats import TraceFormat, norm
 from .pools import Pools
-from .privacy import looks_like_text, shown
+from .privacy import described, looks_like_text
 
 __all__ = ["Chunk", "Labels", "Converter", "ABSOLUTE_FROM_S", "TIME_END_S", "MAX_TOKENS",
-           "MAX_LATENCY_S", "refuse_free_text"]
+           "MAX_LATENCY_S", "refuse_free_text", "plain_number"]
 
 #: A numeric time (in seconds) at least this large is epoch time (after 3 March 1973).
 ABSOLUTE_FROM_S = 1e8
@@ -40,6 +47,10 @@ MAX_TOKENS = 1_000_000_000
 #: The longest latency a row may give, in seconds (a year).
 MAX_LATENCY_S = 31_536_000
 _OK_STATUS = {"", "ok", "success", "succeeded", "successful", "completed", "complete", "true"}
+#: The characters of a number written in ASCII decimal notation (with white space around it).
+_PLAIN = frozenset(" \t+-.0123456789eE")
+_PLAIN_NUMBER = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*",
+                           re.ASCII)
 _TIMES = ("allowed: ISO-8601 (2023-11-16 18:17:03.97) from 1970 to 2199, or a number of "
           "seconds or milliseconds (epoch, or from the trace's start) >= 0")
 
@@ -99,41 +110,74 @@ class Chunk:
     hash_values: np.ndarray | None = None
 
 
+def plain_number(text: str) -> bool:
+    """Whether a text is a number in plain ASCII decimal notation (12, -4, 12.0, 1.2e3)."""
+    return _PLAIN_NUMBER.fullmatch(text) is not None
+
+
 def _is_number_like(v) -> bool:
     if isinstance(v, bool):
         return False
     if isinstance(v, int | float):
         return True
-    try:
-        float(str(v))
-        return True
-    except (ValueError, OverflowError):
-        return False
+    return isinstance(v, str) and plain_number(v)
 
 
-def _floats(values) -> tuple[np.ndarray | None, int | None]:
+def _first_not_plain(texts: np.ndarray) -> int | None:
+    """The index of the first text that is not a plain ASCII decimal number, or None."""
+    values = texts.tolist()
+    if set("".join(values)) <= _PLAIN:   # only digits, signs, points and exponents: float()
+        return None                      # reads exactly the plain ones and refuses the rest
+    for i, v in enumerate(values):
+        if not plain_number(v):
+            return i
+    return None
+
+
+def _floats(values, text_ok: bool = True) -> tuple[np.ndarray | None, int | None]:
     """The values as float64 and None, or None and the index of the first value that isn't a
-    number (a JSON true or list, a text)."""
+    plain number: a JSON true, list or null, a JSON string unless `text_ok`, a text that is not
+    ASCII decimal notation (numpy string arrays: CSV, Parquet text)."""
     if isinstance(values, np.ndarray):
+        if values.dtype.kind == "U":
+            bad = _first_not_plain(values)
+            if bad is not None:
+                return None, bad
         try:
             return values.astype(np.float64), None
         except (ValueError, OverflowError):
             pass
     else:
         for i, v in enumerate(values):
-            if type(v) not in (int, float, str):
+            if type(v) not in (int, float, str) or (type(v) is str and (
+                    not text_ok or not plain_number(v))):
                 return None, i
         try:
             return np.asarray(values, dtype=np.float64), None
         except (ValueError, TypeError, OverflowError):
             pass
-    for i, v in enumerate(values):
+    out = []
+    for i, v in enumerate(values):   # one by one (a huge integer overflows only in bulk)
         try:
-            float(v)
-        except (ValueError, TypeError, OverflowError):
+            out.append(float(v))
+        except OverflowError:
+            if type(v) is not int:
+                return None, i
+            out.append(np.inf if v > 0 else -np.inf)   # a JSON integer of 400 digits
+        except (ValueError, TypeError):
             return None, i
-    # every value converts one by one (a huge integer overflows only in bulk)
-    return np.array([float(v) for v in values], dtype=np.float64), None
+    return np.array(out, dtype=np.float64), None
+
+
+def _out_of_range(v: float, high: float, whole: bool = False, unit: str = "") -> str:
+    """What is wrong with a number outside [0, high] (or not whole), in words."""
+    if v != v:
+        return "not a number (null or NaN)"
+    if v < 0:
+        return "a negative number"
+    if v > high:
+        return f"a number above {high:,}{unit}"
+    return "a number that is not whole" if whole else "a number"
 
 
 def _strings(values) -> np.ndarray:
@@ -161,9 +205,10 @@ class Converter:
         self.pool_index: dict[str, int] = {}
         self.warnings: list[str] = []
 
-    def _bad(self, lines: np.ndarray, i: int, col: str, value, allowed: str) -> InputError:
+    def _bad(self, lines: np.ndarray, i: int, col: str, what: str, allowed: str) -> InputError:
+        """The refusal of one field: where it is and `what` it is, never its value."""
         return InputError(f"trace {self.source} {self.row_word} {lines[i]}: {col} is "
-                          f"{shown(value)}: {allowed}")
+                          f"{what}: {allowed}")
 
     def chunk(self, cols: dict, lines: np.ndarray, bytes_read: int) -> Chunk:
         """Check one block's columns (role -> raw values) and make its Chunk."""
@@ -171,6 +216,8 @@ class Converter:
         t = self._times(cols["time"], lines)
         inp = self._tokens(cols["input"], lines, self.fmt.columns["input"])
         out = self._tokens(cols["output"], lines, self.fmt.columns["output"])
+        if "total" in cols:
+            self._total(cols["total"], inp, out, lines)
         if self.fixed_pool is not None or self.note is None:
             pool = np.full(n, self.fixed_pool or 0, dtype=np.int16)
         else:
@@ -201,10 +248,11 @@ class Converter:
         for i, r in enumerate(rows):
             if not isinstance(r, list) or not all(
                     isinstance(h, int) and not isinstance(h, bool) for h in r):
-                raise self._bad(lines, i, col, values[i],
+                raise self._bad(lines, i, col, described(values[i]),
                                 "allowed: a list of integers (prefix-block hashes)")
             if any(abs(h) >= 2**63 for h in r):
-                raise self._bad(lines, i, col, values[i], "allowed: integers that fit in 64 bits")
+                raise self._bad(lines, i, col, "a list holding a number that does not fit in "
+                                "64 bits", "allowed: integers that fit in 64 bits")
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([len(r) for r in rows], out=offsets[1:])
         flat = np.fromiter((h for r in rows for h in r), dtype=np.int64, count=int(offsets[-1]))
@@ -216,7 +264,7 @@ class Converter:
         if not isinstance(values, Labels):
             for i, v in enumerate(values if not isinstance(values, np.ndarray) else ()):
                 if isinstance(v, list | dict) or v is None:
-                    raise self._bad(lines, i, self.fmt.columns[role], v,
+                    raise self._bad(lines, i, self.fmt.columns[role], described(v),
                                     "allowed: a short id or code")
             values = Labels.of(_strings(values))
         if looks_like_text(values.names):
@@ -236,7 +284,7 @@ class Converter:
             us = values.astype("datetime64[us]")
             if np.isnat(us).any():
                 i = int(np.flatnonzero(np.isnat(us))[0])
-                raise self._bad(lines, i, f"timestamp ({col})", None, _TIMES)
+                raise self._bad(lines, i, f"timestamp ({col})", "null", _TIMES)
             t = us.astype(np.int64) / 1e6
         elif self.iso:
             t = self._iso(values, lines, col)
@@ -245,7 +293,10 @@ class Converter:
         bad = ~((t >= 0) & (t < TIME_END_S))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise self._bad(lines, i, f"timestamp ({col})", values[i], _TIMES)
+            what = ("a time before 1970" if t[i] < 0 else "a time after 2199") if (
+                parsed or self.iso) else ("a negative number" if t[i] < 0 else
+                                          "a number past 2199 as a time")
+            raise self._bad(lines, i, f"timestamp ({col})", what, _TIMES)
         if self.relative is None:
             self.relative = bool(t[0] < ABSOLUTE_FROM_S)
             if self.relative and not self.iso and self.fmt.time_unit_s is None:
@@ -270,37 +321,56 @@ class Converter:
                     except (ValueError, OverflowError):
                         ok = False
                     if not ok:
-                        raise self._bad(lines, i, f"timestamp ({col})", values[i], _TIMES)
+                        raise self._bad(lines, i, f"timestamp ({col})", described(values[i]),
+                                        _TIMES)
         return us.astype(np.int64) / 1e6
 
     def _numeric_times(self, values, lines: np.ndarray, col: str) -> np.ndarray:
         t, bad = _floats(values)
         if t is None:
-            raise self._bad(lines, bad, f"timestamp ({col})", values[bad], _TIMES)
+            raise self._bad(lines, bad, f"timestamp ({col})", described(values[bad]), _TIMES)
         finite = np.isfinite(t)
         if not finite.all():
             i = int(np.flatnonzero(~finite)[0])
-            raise self._bad(lines, i, f"timestamp ({col})", values[i], _TIMES)
+            raise self._bad(lines, i, f"timestamp ({col})", "not a finite number", _TIMES)
         if self.unit_s is None:
             self.unit_s = 0.001 if abs(t[0]) > 1e11 else 1.0
         return t * self.unit_s
 
     def _tokens(self, values, lines: np.ndarray, col: str) -> np.ndarray:
-        allowed = f"tokens must be a whole number from 0 to {MAX_TOKENS:,}"
+        allowed = (f"tokens must be a whole number from 0 to {MAX_TOKENS:,}, in decimal "
+                   "digits")
         if isinstance(values, np.ndarray) and values.dtype.kind in "iu":  # integers already
             wrong = (values < 0) | (values > MAX_TOKENS)
             if wrong.any():
                 i = int(np.flatnonzero(wrong)[0])
-                raise self._bad(lines, i, col, values[i], allowed)
+                raise self._bad(lines, i, col, _out_of_range(float(values[i]), MAX_TOKENS),
+                                allowed)
             return values.astype(np.int64, copy=False)
-        v, bad = _floats(values)
+        v, bad = _floats(values, text_ok=False)   # in JSON, "500" is a text, not a count
         if v is None:
-            raise self._bad(lines, bad, col, values[bad], allowed)
+            what = described(values[bad])
+            if isinstance(values, list) and isinstance(values[bad], str):
+                what = "a JSON string"
+            raise self._bad(lines, bad, col, what, allowed)
         wrong = ~((v >= 0) & (v <= MAX_TOKENS)) | (v != np.floor(v))
         if wrong.any():
             i = int(np.flatnonzero(wrong)[0])
-            raise self._bad(lines, i, col, values[i], allowed)
+            raise self._bad(lines, i, col, _out_of_range(float(v[i]), MAX_TOKENS, True),
+                            allowed)
         return v.astype(np.int64)
+
+    def _total(self, values, inp: np.ndarray, out: np.ndarray, lines: np.ndarray) -> None:
+        """A total-tokens column (BurstGPT's) must be the input plus the output tokens."""
+        col = self.fmt.columns["total"]
+        total = self._tokens(values, lines, col)
+        wrong = total != inp + out
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            raise InputError(
+                f"trace {self.source} {self.row_word} {lines[i]}: {col} is not "
+                f"{self.fmt.columns['input']} + {self.fmt.columns['output']}: a row's total "
+                "must be its input plus its output tokens (which of them is wrong?)")
 
     def _seconds(self, cols: dict, role: str, lines: np.ndarray) -> np.ndarray | None:
         if role not in cols:
@@ -312,28 +382,32 @@ class Converter:
             values = raw
         elif isinstance(raw, np.ndarray):
             blank = np.char.str_len(np.char.strip(raw)) == 0
-            values = np.where(blank, "nan", raw) if blank.any() else raw
+            values = np.where(blank, "0", raw) if blank.any() else raw
         else:
             blank = np.array([v is None or (isinstance(v, str) and not v.strip()) for v in raw],
                              dtype=bool)
-            values = ["nan" if b else v for v, b in zip(raw, blank, strict=True)]
+            values = [0 if b else v for v, b in zip(raw, blank, strict=True)]
         allowed = f"a latency must be a number of seconds from 0 to {MAX_LATENCY_S:,} (or blank)"
         v, bad = _floats(values)
         if v is None:
-            raise self._bad(lines, bad, col, values[bad], allowed)
+            raise self._bad(lines, bad, col, described(values[bad]), allowed)
         scale = 0.001 if norm(col).endswith("_ms") else 1.0
         v = v * scale
+        if blank.any() and not (isinstance(raw, np.ndarray) and raw.dtype.kind == "f"):
+            v[blank] = np.nan
         wrong = ~blank & ~((v >= 0) & (v <= MAX_LATENCY_S))
         if wrong.any():
             i = int(np.flatnonzero(wrong)[0])
-            raise self._bad(lines, i, col, values[i], allowed)
+            raise self._bad(lines, i, col, _out_of_range(float(v[i]), MAX_LATENCY_S,
+                                                         unit=" s"), allowed)
         return v
 
     def _pools(self, values, lines: np.ndarray, col: str) -> np.ndarray:
         if not isinstance(values, Labels):
             for i, v in enumerate(values if not isinstance(values, np.ndarray) else ()):
                 if not isinstance(v, str):
-                    raise self._bad(lines, i, col, v, "allowed: a pool id, model or alias")
+                    raise self._bad(lines, i, col, described(v),
+                                    "allowed: a pool id, model or alias")
             values = Labels.of(_strings(values))
         names, inverse = values.names, values.codes
         index = np.empty(len(names), dtype=np.int16)
@@ -346,9 +420,8 @@ class Converter:
                     known = ", ".join(p.pool_id for p in self.note.pools)
                     raise InputError(
                         f"trace {self.source} {self.row_word} {lines[i]}: {col} names no pool "
-                        "of the note "
-                        f"({shown(name)}); allowed: the note's pools ({known}), their models or "
-                        "aliases") from None
+                        f"of the note ({described(name)}); allowed: the note's pools ({known}), "
+                        "their models or aliases") from None
             index[j] = self.pool_index[name]
         return index[inverse]
 

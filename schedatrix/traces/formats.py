@@ -9,7 +9,8 @@ Formats, recognised from the header (CSV) or the first record's keys (JSON lines
   (a JSON lines file's ``hash_ids``, lists of integers, are carried per request: role
   ``hashes``; a CSV's are ignored).
 - BurstGPT: ``Timestamp`` (s), ``Model``, ``Request tokens``, ``Response tokens``,
-  ``Total tokens``, ``Log Type``.
+  ``Total tokens`` (in any format, a ``total_tokens`` column must be input + output),
+  ``Log Type`` (not read, but refused when it carries a sentence).
 
 A header is refused when it is not one: a cell that reads as a number or a timestamp (the file
 has no header line), two columns with one name, or two columns for one role (``timestamp_s``
@@ -43,16 +44,20 @@ ROLES = {
             "e2e_latency_ms"),
     "status": ("status", "status_code"),
     "replica": ("replica", "replica_id", "instance", "instance_id"),
+    "total": ("total_tokens",),
 }
 #: Columns known to carry no text and nothing the audit needs.
-IGNORED = {"total_tokens", "log_type", "hash_ids", "request_id", "id"}
+IGNORED = {"hash_ids", "request_id", "id"}
+#: Columns the audit knows by name but doesn't read: checked for free text like any other
+#: (BurstGPT's Log Type holds "Conversation log" or "API log", never a sentence).
+_NAMED = {"log_type"}
 #: Words that, in a column's name, mean it may carry request or response text.
 _TEXT_WORDS = {"prompt", "completion", "text", "content", "contents", "message", "messages",
                "body", "query", "question", "answer", "instruction", "request", "response",
                "input", "output", "conversation", "chat", "reply"}
 #: Last words of a name that mark a number, not text ("prompt_tokens", "response_length").
 _NUMERIC_ENDINGS = {"tokens", "token", "length", "len", "count", "ms", "s", "id", "ids", "size"}
-_KNOWN = {a for aliases in ROLES.values() for a in aliases} | IGNORED
+_KNOWN = {a for aliases in ROLES.values() for a in aliases} | IGNORED | _NAMED
 
 
 def norm(name: str) -> str:

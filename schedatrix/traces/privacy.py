@@ -1,11 +1,15 @@
-"""The privacy rule: no error, warning or report quotes a trace's value unless it is a number
-or a timestamp.
+"""The privacy rule: no error, warning or report quotes a field of a trace that was refused,
+whatever it looks like.
 
 A trace is sanitized (the fleet note: no prompt or completion text), but a misaligned row, a
-headerless file or a careless export can still put text where a count should be. So every
-message about a trace's field goes through :func:`shown`, which quotes numbers and timestamps
-and describes anything else ("a text of 37 characters"); columns are named by :func:`column`,
-which quotes only the names the audit itself knows and otherwise gives the column's position.
+headerless file or a careless export can still put text where a count should be, and personal
+data can be number-shaped (an SSN, a card or a phone number in a token or time column). So
+every message about a refused field goes through :func:`described`, which says what kind of
+value it is and what is wrong with it ("a text of 11 characters", "a negative number", "a
+number above 1,000,000,000") and never its content, and names the file, the line and the
+column. Columns are named by :func:`column`, which quotes only the names the audit itself knows
+and otherwise gives the column's position. :func:`shown` (numbers and timestamps quoted) is for
+values that are not refused fields, such as a header cell's kind.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import re
 
 import numpy as np
 
-__all__ = ["shown", "quotable", "column", "looks_like_text", "MAX_QUOTED_CHARS"]
+__all__ = ["shown", "described", "quotable", "column", "looks_like_text", "MAX_QUOTED_CHARS"]
 
 #: The longest number or timestamp a message quotes; longer ones are described by their length.
 MAX_QUOTED_CHARS = 40
@@ -55,6 +59,26 @@ def shown(value) -> str:
     if re.fullmatch(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?", text):
         return f"a number of {len(text)} characters"
     return f"a text of {len(text)} characters"
+
+
+def described(value) -> str:
+    """A refused field as a message names it: its kind and size, never its content (blank,
+    null, true, a JSON list, a JSON object, a JSON string, a number, a text of N characters).
+    Numbers are described, not quoted: a card or phone number is a number too."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a JSON list"
+    if isinstance(value, dict):
+        return "a JSON object"
+    text = str(value).strip()
+    return "blank" if not text else f"a text of {len(text)} characters"
 
 
 def column(name: str, position: int, known: bool) -> str:

@@ -11,8 +11,10 @@ Arrivals need not be sorted.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,13 +29,23 @@ from .formats import TraceFormat, detect_format
 from .pools import Pools
 
 __all__ = ["Chunk", "TraceFormat", "TraceReader", "TraceInfo", "read_trace", "peek_trace",
-           "detect_format", "CHUNK_ROWS", "MAX_LINE_BYTES", "ENGINES"]
+           "detect_format", "CHUNK_ROWS", "MAX_LINE_BYTES", "ENGINES", "stop_readers"]
 
 #: Rows per chunk: bounds memory whatever the trace's size.
 CHUNK_ROWS = 262_144
 #: How a text file's blocks are parsed: pyarrow first ("arrow"), or the reference only.
 ENGINES = ("arrow", "python")
 _FAST_FAILS = (columnar.Slow, InputError, pa.ArrowException, ValueError, TypeError)
+#: The readers being read (their readahead threads running), to stop before the process exits.
+_READING: weakref.WeakSet = weakref.WeakSet()
+
+
+def stop_readers() -> None:
+    """Stop every reader still being read: cancel its readahead and wait for the block it is
+    parsing, so that no thread of ours (nor a pyarrow task one started) runs while the
+    interpreter shuts down. The command line calls it before it exits, whatever happened."""
+    for reader in list(_READING):
+        reader.close()
 
 
 @dataclass
@@ -88,6 +100,7 @@ class TraceReader:
         self.relative = False
         self.format_name = "no rows"
         self.slow_blocks = 0
+        self._chunks: Iterator[Chunk] | None = None
 
     def _fixed_pool(self) -> int | None:
         if self.pool is None or self.note is None:
@@ -113,6 +126,27 @@ class TraceReader:
         return chunk
 
     def __iter__(self) -> Iterator[Chunk]:
+        """The file's chunks (one pass). Leaving the loop early (a break, an error in the loop's
+        body) leaves the readahead running until :meth:`close` or the garbage collector; use
+        ``with reader:`` to close it at once."""
+        self._chunks = self._read()
+        _READING.add(self)
+        return self._chunks
+
+    def close(self) -> None:
+        """Stop reading: cancel the readahead, wait for the block it parses, close the file."""
+        chunks, self._chunks = self._chunks, None
+        _READING.discard(self)
+        if chunks is not None:
+            chunks.close()
+
+    def __enter__(self) -> TraceReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _read(self) -> Iterator[Chunk]:
         if columnar.is_parquet(self.path):
             yield from self._parquet()
             return
@@ -221,10 +255,11 @@ class TraceReader:
         if columnar._is_text_type(pf.schema.field(col).type):  # ISO text, or numbers as text
             first = pf.first_value(col)
             iso = isinstance(first, str) and not _is_number_like(first)
-        for table, row in pf.batches(conv.fmt, self.chunk_rows):
-            cols = columnar.parquet_columns(table, conv.fmt, iso, self.source, pf.names)
-            lines = np.arange(row, row + table.num_rows)
-            yield self._made(conv, own, conv.chunk(cols, lines, 0))
+        with closing(pf.batches(conv.fmt, self.chunk_rows)) as batches:  # its readahead too
+            for table, row in batches:
+                cols = columnar.parquet_columns(table, conv.fmt, iso, self.source, pf.names)
+                lines = np.arange(row, row + table.num_rows)
+                yield self._made(conv, own, conv.chunk(cols, lines, 0))
 
     def _pool_rule(self, fmt: TraceFormat, fixed_pool: int | None) -> int | None:
         has_column = "pool" in fmt.columns or "model" in fmt.columns
@@ -259,15 +294,14 @@ class TraceReader:
 def read_trace(path: str | Path, note: Pools | None = None, pool: str | None = None,
                chunk_rows: int = CHUNK_ROWS, engine: str = "arrow") -> Iterator[Chunk]:
     """Read one trace file in Chunks of `chunk_rows` requests (see :class:`TraceReader`)."""
-    yield from TraceReader(path, note, pool, chunk_rows, engine)
+    with TraceReader(path, note, pool, chunk_rows, engine) as reader:
+        yield from reader
 
 
 def peek_trace(path: str | Path, note: Pools | None = None,
                pool: str | None = None) -> TraceInfo:
     """Read a file's header and first row: its format, time base and warnings (an empty
     trace reads as absolute)."""
-    reader = TraceReader(path, note, pool, chunk_rows=1)
-    chunks = iter(reader)
-    next(chunks, None)
-    chunks.close()
+    with TraceReader(path, note, pool, chunk_rows=1) as reader:
+        next(iter(reader), None)
     return TraceInfo(reader.source, reader.format_name, reader.relative, list(reader.warnings))

@@ -351,6 +351,8 @@ def _kv_per_window(run: Run, edges: np.ndarray) -> np.ndarray:
     if not run.kv_samples or not run.kv_samples[2]:
         return np.zeros(n)
     t, delta, total = run.kv_samples
+    if not len(t):          # nothing ever held a block (every request rejected at the door)
+        return np.zeros(n)
     order = np.argsort(t, kind="stable")
     t, level = t[order], np.cumsum(delta[order]) / total
     idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, n - 1)

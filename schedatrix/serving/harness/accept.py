@@ -6,7 +6,9 @@ A design is **accepted** when, in every run:
 - without faults, every class with SLOs has at least ``attainment`` of its requests within them;
 - with the faults, no request is lost (every request ends: completed, rejected or failed), at
   least ``fault_attainment`` of requests meet their SLOs (if stated), and every fault's
-  recovery time is at most ``max_recovery_s`` (if stated; "never" fails it).
+  recovery time is at most ``max_recovery_s`` (if stated; "never" fails it). Even when no
+  limit is stated, a fault the fleet never recovers from within the run fails the design
+  (``recovery_required``, on by default): a design that stays down is not accepted.
 
 The **chosen design** is the cheapest accepted one (cost per million output tokens at the stated
 price, fewer GPUs on a tie).
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...errors import InputError
 from ..cluster.deployment import Design
 from ..cluster.faults import Fault, Resilience
 from ..figures.metrics import Figures, figures
@@ -29,6 +32,7 @@ from ..numbers import check_real
 from ..sim.simulate import simulate
 from .acceptance import Criteria, Outcome, evaluate, interval
 from .outcome_json import design_json
+from .plot_text import plain_ticks
 
 __all__ = ["FaultCriteria", "Accepted", "accept", "decision_record", "runbook",
            "write_accept_report"]
@@ -36,17 +40,23 @@ __all__ = ["FaultCriteria", "Accepted", "accept", "decision_record", "runbook",
 
 @dataclass(frozen=True)
 class FaultCriteria:
-    """max_recovery_s : every fault's recovery time at most this (None: reported only)
+    """max_recovery_s : every fault's recovery time at most this (None: no limit)
     fault_attainment : share of requests within their SLOs under the faults (None: reported)
-    window_s, tolerance, hold : how recovery time is measured (see :mod:`.recovery`)"""
+    window_s, tolerance, hold : how recovery time is measured (see :mod:`.recovery`)
+    recovery_required : a fault never recovered from within the run fails the design, with
+    or without ``max_recovery_s`` (default True; False: without a limit, reported only)"""
 
     max_recovery_s: float | None = None
     fault_attainment: float | None = None
     window_s: float = 10.0
     tolerance: float = 0.25
     hold: int = 3
+    recovery_required: bool = True
 
     def __post_init__(self):
+        if not isinstance(self.recovery_required, bool):
+            raise InputError(f"recovery_required must be true or false, got "
+                             f"{self.recovery_required!r}")
         if self.max_recovery_s is not None:
             check_real("max_recovery_s", self.max_recovery_s, 0.0, 1e9)
         if self.fault_attainment is not None:
@@ -92,6 +102,11 @@ class Accepted:
                         took = "never" if f.recovery_s is None else f"{f.recovery_s:g} s"
                         why.append(f"run {k + 1}: {f.fault} recovered {took} (at most "
                                    f"{c.max_recovery_s:g} s)")
+            elif c.recovery_required:
+                for f in figs:
+                    if f.recovery_s is None:
+                        why.append(f"run {k + 1}: {f.fault} never recovered within the run "
+                                   "(recovery is required)")
         return why
 
     @property
@@ -154,6 +169,31 @@ def _fmt(v, unit=" s") -> str:
     return f"{v:.3g}{unit}"
 
 
+def _recovery_of(figs: list[FaultFigures], fault: Fault) -> float | None:
+    """The recovery time of ``fault`` among one run's figures (None: never, or not there)."""
+    return next((x.recovery_s for x in figs if x.fault == fault.text()), None)
+
+
+def _recovery_cell(a: Accepted, fc: FaultCriteria) -> str:
+    """Every run's recovery time, fault by fault (faults apart by "; "), those over the limit
+    (or never, when recovery is required) in bold: the runs that refused a design are the ones
+    a reader must see."""
+    if not a.fault_figures:
+        return "-"
+    limit = fc.max_recovery_s
+
+    def refused(r: float | None) -> bool:
+        if r is None:
+            return limit is not None or fc.recovery_required
+        return limit is not None and r > limit
+
+    cells = []
+    for f in a.faults:
+        runs = [_recovery_of(figs, f) for figs in a.fault_figures]
+        cells.append(", ".join(f"**{_fmt(r)}**" if refused(r) else _fmt(r) for r in runs))
+    return "; ".join(cells)
+
+
 def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
                     criteria: Criteria, fc: FaultCriteria, synthetic: bool,
                     plots: dict[str, str] | None = None) -> str:
@@ -183,16 +223,21 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
         lines.append(f"4. Every fault's recovery time (windowed p95 TTFT and goodput back "
                      f"within {fc.tolerance:.0%} of their pre-fault level for {fc.hold} "
                      f"windows of {fc.window_s:g} s) is at most {fc.max_recovery_s:g} s.")
+    elif fc.recovery_required and faults:
+        lines.append(f"4. The fleet recovers from every fault within the run (windowed p95 "
+                     f"TTFT and goodput back within {fc.tolerance:.0%} of their pre-fault "
+                     f"level for {fc.hold} windows of {fc.window_s:g} s); no time limit is "
+                     f"set.")
+    recovery_head = "recovery, each run" + (
+        f" ({'; '.join(f.text() for f in faults)})" if len(faults) > 1 else "")
     lines += ["", "## Options and evidence", "",
               "| design | GPUs | $/M tok | TTFT p95 (95% interval) | ITL p95 | goodput/s | "
-              "in SLO | KV peak | with faults: in SLO | recovery | accepted |",
+              f"in SLO | KV peak | with faults: in SLO | {recovery_head} | accepted |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in results:
         o = a.outcome
         m, lo, hi = interval(o.values("ttft_p95"))
-        rec = [r for k in range(len(a.fault_figures)) for r in a.recovery(k)]
-        rec_text = ", ".join(_fmt(r) for r in rec[:3]) + (" ..." if len(rec) > 3 else "") \
-            if rec else "-"
+        rec_text = _recovery_cell(a, fc)
         under = interval([f.slo_attainment for f in a.with_faults])[0] if a.with_faults \
             else math.nan
         verdict = {True: "yes", False: "no", None: "no verdict"}[a.accepted]
@@ -315,7 +360,8 @@ def accept_json(results: list[Accepted]) -> dict:
     pick = chosen(results)
     return {
         "chosen": pick.design.name if pick else None,
-        "designs": [{**design_json(a.outcome), "accepted": a.accepted, "reasons": a.reasons(),
+        "designs": [{**design_json(a.outcome), "passed_without_faults": a.outcome.passed,
+                     "passed": a.accepted, "accepted": a.accepted, "reasons": a.reasons(),
                      "with_faults": [f.as_dict() for f in a.with_faults],
                      "faults": [[x.as_dict() for x in run] for run in a.fault_figures]}
                     for a in results],
@@ -332,15 +378,25 @@ def plot_recovery(a: Accepted, ax=None):
     starts, p95, good = a.series
     ax[0].plot(starts, p95, drawstyle="steps-post")
     ax[0].set_yscale("log")
+    plain_ticks(ax[0].yaxis)
     ax[0].set_ylabel("p95 TTFT (s)")
     ax[1].plot(starts, good, drawstyle="steps-post")
+    ax[1].set_ylim(bottom=0)
     ax[1].set_ylabel("goodput (requests/s)")
     ax[1].set_xlabel("time (s)")
     for f in a.faults:
         for axis in ax:
             axis.axvspan(f.at_s, f.at_s + (f.down_s or 0), color="C3", alpha=0.15)
             axis.axvline(f.at_s, color="C3", lw=1)
-    ax[0].set_title(f"{a.design.name}: faults shaded")
+    back = [(f, _recovery_of(a.fault_figures[0], f)) for f in a.faults] if a.fault_figures \
+        else []
+    for f, rec in back:
+        if rec is not None:
+            for axis in ax:
+                axis.axvline(f.at_s + rec, color="C2", lw=1, ls="--")
+    said = ", ".join(f"{f.text()} in {_fmt(rec)}" for f, rec in back)
+    ax[0].set_title(f"{a.design.name}, first run: faults shaded" + (
+        f"; recovered (green, dashed): {said}" if said else ""), fontsize=9, loc="left")
     if fig is not None:
         fig.tight_layout()
     return fig

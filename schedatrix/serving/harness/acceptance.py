@@ -102,6 +102,27 @@ class Outcome:
         return [dollars_per_s / f.throughput_tok_s * 1e6 if f.throughput_tok_s > 0
                 else math.inf for f in self.runs]
 
+    def by_reason(self) -> dict[str, float]:
+        """Requests rejected at the door or failed, per reason, summed over the classes: the
+        mean over the runs (one run: its counts)."""
+        out: dict[str, float] = {}
+        for per_run in self.reasons:
+            for (reason, _c), count in per_run.items():
+                out[reason] = out.get(reason, 0) + count / len(self.reasons)
+        return out
+
+    def rejections(self) -> str:
+        """One sentence: how many requests were rejected or failed and why ('' when none)."""
+        reasons = self.by_reason()
+        if not reasons:
+            return ""
+        each = "" if len(self.runs) == 1 else " (mean per run)"
+        gone = self.mean("rejected") + self.mean("failed")
+        why = ", ".join(f"{_count(n)} {r}" for r, n in sorted(reasons.items(),
+                                                              key=lambda x: -x[1]))
+        return (f"{_count(gone)} of {_count(self.mean('arrived'))} requests rejected or "
+                f"failed{each}: {why}")
+
     # -- judgement ---------------------------------------------------------------------------
     @property
     def has_slo(self) -> bool:
@@ -161,6 +182,10 @@ class Outcome:
         return (f"FAIL: the SLOs were missed in {missed} of {runs} (worst: {share:.1%} of "
                 f"'{name}' within its thresholds, {self.criteria.attainment:.0%} "
                 f"needed)." + label)
+
+
+def _count(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
 
 
 def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int = 1,

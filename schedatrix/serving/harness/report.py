@@ -13,6 +13,7 @@ from ...errors import InputError
 from .acceptance import interval
 from .compare import Comparison
 from .outcome_json import FIGURE_KEYS, design_json, finite
+from .plot_text import label_points, plain_ticks
 from .scenario import Scenario
 
 __all__ = ["FIGURE_KEYS", "COLUMNS", "ALL_COLUMNS", "design_json", "comparison_json", "table",
@@ -159,6 +160,8 @@ def markdown(comparisons: dict[str, Comparison], scenario: Scenario,
               "", "```", table(main), "```", ""]
     for o in main.outcomes:
         lines += [f"### {o.design.name}", "", o.verdict(), ""]
+        if o.rejections():
+            lines += [o.rejections() + ".", ""]
         if len(o.runs) > 1:
             lines += ["| figure | mean | 95% interval |", "|---|---|---|"]
             for k in ("ttft_p95", "itl_p95", "tpot_p95", "queue_p95", "goodput_rps",
@@ -194,55 +197,94 @@ def markdown(comparisons: dict[str, Comparison], scenario: Scenario,
 
 # -- plots -------------------------------------------------------------------------------------
 
+_STYLES = ("-", "--", ":", "-.")
+
+
 def plot_series(c: Comparison, ax_ttft=None, ax_good=None, ax_queue=None, ax_kv=None):
-    """p95 TTFT, goodput, waiting requests and KV use per window, one line per design."""
+    """p95 TTFT, goodput, waiting requests and KV use per window, one line per design: the
+    cheapest design meeting the SLOs drawn bold, the others thin; the legend beside the
+    panels, not over them."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
     fig = None
     if ax_ttft is None:
-        fig = Figure(figsize=(10, 7))
+        fig = Figure(figsize=(10, 7.5))
         axes = fig.subplots(2, 2, sharex=True)
         ax_ttft, ax_good, ax_queue, ax_kv = axes.ravel()
-    for o in c.outcomes:
+    best = c.cheapest.design.name if c.cheapest else None
+    for k, o in enumerate(c.outcomes):
         s = o.series
         if s is None:
             continue
         mid = s.start_s + s.window_s / 2
-        ax_ttft.plot(mid, s.ttft_p95, label=o.design.name)
-        ax_good.plot(mid, s.goodput_rps, label=o.design.name)
-        ax_queue.plot(mid, s.waiting, label=o.design.name)
-        ax_kv.plot(mid, s.kv_share * 100, label=o.design.name)
+        bold = o.design.name == best
+        style = {"color": f"C{k % 10}", "ls": _STYLES[k // 10 % len(_STYLES)],
+                 "lw": 2.4 if bold else 1.0, "alpha": 1.0 if bold else 0.75,
+                 "zorder": 3 if bold else 2}
+        label = o.design.name + (" (the cheapest passing)" if bold else "")
+        ax_ttft.plot(mid, s.ttft_p95, label=label, **style)
+        ax_good.plot(mid, s.goodput_rps, **style)
+        ax_queue.plot(mid, s.waiting, **style)
+        ax_kv.plot(mid, s.kv_share * 100, **style)
     ax_ttft.set_ylabel("p95 TTFT (s)")
     ax_ttft.set_yscale("log")
+    plain_ticks(ax_ttft.yaxis)
     ax_good.set_ylabel("goodput (requests/s in SLO)")
     ax_queue.set_ylabel("waiting for first prefill")
+    ax_queue.set_yscale("symlog", linthresh=1)
+    ax_queue.set_ylim(bottom=0)
+    plain_ticks(ax_queue.yaxis, minor=False)
+    ax_queue.yaxis.set_major_locator(_integer_symlog_locator())
     ax_kv.set_ylabel("KV cache in use (%, peak)")
+    ax_good.set_ylim(bottom=0)
+    ax_kv.set_ylim(bottom=0)
+    ax_kv.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in (ax_queue, ax_kv):
         ax.set_xlabel("time (s)")
-    ax_ttft.legend(fontsize=8)
     if fig is not None:
-        fig.tight_layout()
+        handles, labels = ax_ttft.get_legend_handles_labels()
+        rows = -(-len(labels) // 4)
+        fig.tight_layout(rect=(0, 0.03 + 0.028 * rows, 1, 1))
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)) or 1,
+                   fontsize=8, frameon=False)
+    else:
+        ax_ttft.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
+def _integer_symlog_locator():
+    """Ticks 0, 1, 10, 100, ... on a symlog axis of counts (no fractions of a request)."""
+    from matplotlib.ticker import FixedLocator
+    return FixedLocator([0] + [10 ** k for k in range(0, 9)])
+
+
 def plot_cost(c: Comparison, ax=None):
-    """Cost per million tokens against p95 TTFT, one point per design (passing ones filled)."""
+    """Cost per million tokens against p95 TTFT, one point per design (passing ones filled),
+    each labelled where it overlaps no other label."""
     from matplotlib.figure import Figure
     fig = None
     if ax is None:
-        fig = Figure(figsize=(6, 4))
+        fig = Figure(figsize=(7, 4.4))
         ax = fig.subplots()
+    xs, ys, names = [], [], []
     for o in c.outcomes:
         x = interval(o.values("ttft_p95"))[0]
         y = interval(o.cost_per_mtok())[0]
-        ax.scatter([x], [y], facecolors="C0" if o.passed else "none", edgecolors="C0")
-        ax.annotate(o.design.name, (x, y), fontsize=8, xytext=(4, 4),
-                    textcoords="offset points")
+        if not (x == x and y == y and x > 0):
+            continue
+        ax.scatter([x], [y], facecolors="C0" if o.passed else "none", edgecolors="C0", zorder=3)
+        xs.append(x)
+        ys.append(y)
+        names.append(o.design.name)
     ax.set_xlabel("p95 TTFT (s)")
     ax.set_xscale("log")
+    ax.margins(0.12)
+    plain_ticks(ax.xaxis)
     ax.set_ylabel("$ per million output tokens")
-    ax.set_title("filled: meets the SLOs")
+    ax.set_title("filled: meets the SLOs", fontsize=10, loc="left")
     if fig is not None:
         fig.tight_layout()
+    label_points(ax, xs, ys, names)
     return fig
 
 

@@ -45,6 +45,7 @@ seed = 0
 attainment = 0.95           # share of each class's requests within its SLOs, in every run
 fault_attainment = 0.90     # ... with the faults (schedatrix serving accept)
 max_recovery_s = 60         # every fault's recovery time at most this
+recovery_required = true    # without max_recovery_s: never recovering fails (default true)
 
 [faults]                    # run, accept: worker | node | link | drain (see faults.py)
 schedule = ["worker:0@120+30", "link:1@200+30:4", "drain:2@300+20"]
@@ -81,6 +82,7 @@ from ..perf.catalog import MODELS
 from ..sim.simulate import IMPLEMENTATIONS
 from .accept import FaultCriteria
 from .acceptance import Criteria
+from .footprint import check_fits
 from .toml_tables import file_path, read_toml, table, tables, unknown
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "DEMO_LOAD"]
@@ -168,7 +170,7 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
         raise InputError(f"{where}two designs share the name {dup[0]!r}; give each a name")
     acc = table(data, "acceptance", where)
     fault_keys = {"max_recovery_s", "fault_attainment", "recovery_window_s",
-                  "recovery_tolerance", "recovery_hold"}
+                  "recovery_tolerance", "recovery_hold", "recovery_required"}
     unknown(acc, {"runs", "seed", "attainment", "spare", "kv_spare"} | fault_keys,
              f"{where}[acceptance] ")
     try:
@@ -179,7 +181,8 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
         fault_criteria = FaultCriteria(
             acc.get("max_recovery_s"), acc.get("fault_attainment"),
             acc.get("recovery_window_s", 10.0), acc.get("recovery_tolerance", 0.25),
-            check_int("recovery_hold", acc.get("recovery_hold", 3), 1, 1000))
+            check_int("recovery_hold", acc.get("recovery_hold", 3), 1, 1000),
+            acc.get("recovery_required", True))
     except InputError as e:
         raise InputError(f"{where}[acceptance] {e}") from None
     faults_t = table(data, "faults", where)
@@ -260,6 +263,7 @@ def _load(t: dict, classes, tenants, base, where):
     try:
         if requests is not None:
             requests = check_int("requests", requests, 1, 100_000_000)
+            check_fits(requests, "requests")
         if duration is not None:
             duration = check_real("duration", duration, 0.0, 1e9, low_open=True)
         kw: dict = {}
@@ -311,4 +315,9 @@ def _load(t: dict, classes, tenants, base, where):
         raise InputError(f"{where}[load] {text}" if where else text) from None
     if duration is not None and not math.isfinite(duration):
         raise InputError(f"{where}[load] duration must be finite")
+    if requests is None and duration is not None and load.trace is None and load.rate_rps:
+        try:   # the mean count of an open-loop load given by its duration
+            check_fits(min(load.rate_rps * duration, 1e15), "rate x duration (requests)")
+        except InputError as e:
+            raise InputError(f"{where}[load] {e}" if where else str(e)) from None
     return load, requests, duration

@@ -14,6 +14,7 @@ import time
 from tqdm import tqdm
 
 from ...errors import InputError
+from .toml_tables import out_folder
 
 __all__ = ["add_sweep_parser"]
 
@@ -46,7 +47,7 @@ def add_sweep_parser(sub) -> argparse.ArgumentParser:
                    help="run on Ray: 'local' starts Ray on this machine, 'auto' joins the "
                         "cluster this machine belongs to, or a cluster's address "
                         "(needs the extra: pip install 'schedatrix[cluster]')")
-    p.add_argument("--out", metavar="DIR",
+    p.add_argument("--out", metavar="DIR", type=out_folder,
                    help="write sweep.csv, sweep.parquet (with pyarrow), sweep.json and "
                         "pareto.png")
     p.add_argument("--json", action="store_true",

@@ -14,6 +14,7 @@ import json
 import math
 from pathlib import Path
 
+from .plot_text import label_points, plain_ticks
 from .sweep import Point, Sweep
 
 __all__ = ["csv_text", "write_csv", "write_parquet", "sweep_json", "summary_lines",
@@ -146,10 +147,11 @@ def plot_pareto(sweep: Sweep):
     rows = math.ceil(len(loads) / cols)
     fig = Figure(figsize=(5.2 * cols, 4.2 * rows))
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    panels = []
     for ax, load in zip(axes, loads, strict=False):
         pts = [p for p in sweep.points if p.load == load and math.isfinite(p.ttft_p95_s)
                and math.isfinite(p.cost_per_mtok)]
-        _panel(ax, pts)
+        panels.append((ax, pts, _panel(ax, pts)))
         ax.set_title(f"load {load}", fontsize=9)
     for ax in axes[len(loads):]:
         ax.set_visible(False)
@@ -157,26 +159,31 @@ def plot_pareto(sweep: Sweep):
     fig.suptitle("cost against p95 TTFT: filled = meets the SLOs in every seed, line = Pareto "
                  "front" + (" (synthetic load)" if synthetic else ""), fontsize=10)
     fig.tight_layout()
+    for ax, pts, legend in panels:      # labels once the layout is final, clear of each other
+        label_points(ax, [p.ttft_p95_s for p in pts], [p.cost_per_mtok for p in pts],
+                     [p.design for p in pts], fontsize=7, avoid=[legend] if legend else ())
     return fig
 
 
-def _panel(ax, pts: list[Point]) -> None:
-    from matplotlib.ticker import NullFormatter
+def _panel(ax, pts: list[Point]):
+    """One load's points and front (labelled later, once the layout is final); returns the
+    legend, or None."""
     for p in pts:
         ax.scatter([p.ttft_p95_s], [p.cost_per_mtok], s=36, zorder=3,
                    facecolors="C0" if p.passed else "none",
                    edgecolors="C3" if p.front else "C0", linewidths=1.5 if p.front else 1)
-        ax.annotate(p.design, (p.ttft_p95_s, p.cost_per_mtok), fontsize=7, xytext=(4, 3),
-                    textcoords="offset points")
     front = sorted((p for p in pts if p.front), key=lambda p: p.ttft_p95_s)
+    legend = None
     if front:
         ax.step([p.ttft_p95_s for p in front], [p.cost_per_mtok for p in front], where="post",
                 color="C3", lw=1, label="Pareto front", zorder=2)
-        ax.legend(fontsize=7)
+        legend = ax.legend(fontsize=7, loc="best")
     ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.margins(0.12)
+    plain_ticks(ax.xaxis)
     ax.set_xlabel("p95 TTFT (s)")
     ax.set_ylabel("$ per million output tokens")
+    return legend
 
 
 def write_sweep(sweep: Sweep, out: str | Path) -> list[Path]:

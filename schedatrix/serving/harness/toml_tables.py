@@ -3,18 +3,21 @@ each refusal one line that names the file, the table and what is allowed."""
 
 from __future__ import annotations
 
+import argparse
 import tomllib
 from pathlib import Path
 
 from ...errors import InputError
+from ...traces.blocks import regular_file
 
-__all__ = ["read_toml", "table", "tables", "unknown", "file_path"]
+__all__ = ["read_toml", "table", "tables", "unknown", "file_path", "out_folder"]
 
 
 def read_toml(path: str | Path, what: str) -> dict:
     """The parsed TOML file ``path`` (UTF-8, a byte-order mark skipped); ``what`` names the kind
     of file in messages ("scenario", "grid")."""
     path = Path(path)
+    regular_file(path, f"{what} {path}")
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -25,6 +28,11 @@ def read_toml(path: str | Path, what: str) -> dict:
         raise InputError(f"{what} {path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{what} {path}: not valid TOML ({e})") from None
+    except RecursionError:
+        raise InputError(f"{what} {path}: arrays or tables nested too deep to read (a "
+                         f"{what} nests a few levels)") from None
+    except ValueError as e:   # an integer too long to read
+        raise InputError(f"{what} {path}: not valid TOML ({str(e).split(';')[0]})") from None
 
 
 def table(data: dict, key: str, where: str) -> dict:
@@ -57,6 +65,16 @@ def file_path(value, base: Path | None, key: str, where: str) -> Path:
         raise InputError(f"{where}load.{key} must be a file name, got {value!r}")
     p = Path(value).expanduser()
     p = p if p.is_absolute() or base is None else base / p
+    regular_file(p, f"{key} {str(p)!r}")
     if not p.is_file():
         raise InputError(f"{key} {str(p)!r}: no such file")
     return p
+
+
+def out_folder(text: str) -> str:
+    """A report folder named on the command line (``--out``): a blank name is refused (it
+    would write into the current folder, or nowhere, without a word)."""
+    if not text.strip():   # argparse shows this message ("argument --out: ...")
+        raise argparse.ArgumentTypeError(f"{text!r}: name a folder for the report (a blank "
+                                         "name would write into the current folder)")
+    return text

@@ -23,7 +23,10 @@ import numpy as np
 
 from ...errors import InputError
 
-__all__ = ["Burst", "Arrivals"]
+__all__ = ["Burst", "Arrivals", "MIN_RATE_RPS", "MAX_RATE_RPS"]
+
+#: The rates a load may have, requests/s: arrivals then stay where a float keeps microseconds.
+MIN_RATE_RPS, MAX_RATE_RPS = 1e-6, 1e7
 
 
 def _positive(name: str, value, allow_zero: bool = False) -> float:
@@ -61,7 +64,12 @@ class Arrivals:
     bursts: tuple[Burst, ...] = ()
 
     def __post_init__(self):
-        _positive("--rate", self.rate_rps)
+        rate = _positive("--rate", self.rate_rps)
+        if not MIN_RATE_RPS <= rate <= MAX_RATE_RPS:
+            # a request every 11.6 days at the least: slower, arrivals lie so far out that a
+            # float's resolution swallows the latencies (at 1e-300 req/s TTFT read 0 s)
+            raise InputError(f"--rate {self.rate_rps!r}: must be from {MIN_RATE_RPS:g} to "
+                             f"{MAX_RATE_RPS:g} requests/s (times then keep microseconds)")
         _positive("--burstiness", self.burstiness)
         object.__setattr__(self, "bursts", tuple(self.bursts))
         for b in self.bursts:

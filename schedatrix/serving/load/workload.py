@@ -172,9 +172,9 @@ class Load:
                 raise InputError("load: a --trace replay takes its lengths from the trace; "
                                  "drop --input-len/--output-len")
             if isinstance(self.speed, bool) or not isinstance(self.speed, Real) or not (
-                    math.isfinite(self.speed) and self.speed > 0):
-                raise InputError(f"speed {self.speed!r}: must be a finite number > 0 "
-                                 "(2 = twice as fast)")
+                    math.isfinite(self.speed) and 1e-6 <= self.speed <= 1e6):
+                raise InputError(f"speed {self.speed!r}: must be a number from 1e-06 to "
+                                 "1e+06 (2 = twice as fast)")
         elif self.speed != 1:
             raise InputError(f"speed {self.speed!r}: speeds up a --trace replay; give --trace")
         inp, out, _ = _lengths("load", self.input_len, self.output_len, self.pairs,

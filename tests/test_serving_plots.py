@@ -1,0 +1,204 @@
+"""What the serving plots put on their axes (cost.png, series.png, recovery.png, the design
+page's plot): labels clear of each other, legends off the data, ticks as plain numbers, and
+the decision record's recovery column showing every run."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from functools import cache
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from schedatrix.course.design_app import cost_figure
+from schedatrix.serving.cluster.deployment import Design
+from schedatrix.serving.cluster.faults import parse_fault
+from schedatrix.serving.harness.accept import FaultCriteria, accept, decision_record, plot_recovery
+from schedatrix.serving.harness.acceptance import Criteria
+from schedatrix.serving.harness.compare import compare
+from schedatrix.serving.harness.plot_text import boxes_overlap, label_points, plain_ticks
+from schedatrix.serving.harness.report import plot_cost, plot_series
+from schedatrix.serving.load.requests import SLOClass
+from schedatrix.serving.load.workload import Load, generate
+
+CHAT = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
+
+
+def box(artist, renderer):
+    b = artist.get_window_extent(renderer)
+    return (b.x0, b.y0, b.x1, b.y1)
+
+
+def text_box(label, renderer):
+    """A label's words (not its line back to the point), where they are drawn."""
+    from matplotlib.text import Text
+    label.update_positions(renderer)
+    b = Text.get_window_extent(label, renderer)
+    return (b.x0, b.y0, b.x1, b.y1)
+
+
+def assert_clear(labels, renderer):
+    boxes = [text_box(t, renderer) for t in labels]
+    for i in range(len(boxes)):
+        for j in range(i):
+            assert not boxes_overlap(boxes[i], boxes[j]), (labels[i].get_text(),
+                                                           labels[j].get_text())
+
+
+def annotations(ax):
+    from matplotlib.text import Annotation
+    return [t for t in ax.texts if isinstance(t, Annotation)]
+
+
+def test_labels_of_points_close_together_do_not_overlap():
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    xs = [0.30, 0.32, 0.34, 0.36, 1.0, 0.31]
+    ys = [0.64, 0.64, 0.65, 0.64, 0.5, 0.66]
+    names = ["2 x TP2", "4 x TP1", "2 x TP1 PP2", "split P2:D2", "3 x TP1", "2 x TP8"]
+    ax.scatter(xs, ys)
+    ax.set_xscale("log")
+    ax.margins(0.2)
+    fig.tight_layout()
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    labels = label_points(ax, xs, ys, names)
+    assert [t.get_text() for t in labels] == names
+    assert_clear(labels, renderer)
+    frame = box(ax, renderer)
+    for t in labels:
+        b = text_box(t, renderer)
+        assert frame[0] <= b[0] and b[2] <= frame[2] and frame[1] <= b[1] and b[3] <= frame[3]
+
+
+def test_plain_ticks_never_write_powers_of_ten():
+    fig = Figure()
+    ax = fig.subplots()
+    ax.plot([0.2, 6.0], [1, 2])
+    ax.set_xscale("log")
+    plain_ticks(ax.xaxis)
+    FigureCanvasAgg(fig).draw()
+    shown = [t.get_text() for t in ax.get_xticklabels(which="both") if t.get_text()]
+    assert shown and not any("times" in s or "^" in s for s in shown)
+    assert {"0.2", "1", "5"} <= set(shown)
+
+
+@cache
+def comparison():
+    """Five designs, three of them close together on cost and p95 TTFT."""
+    load = Load(rate_rps=6.0, input_len="lognormal:600,0.6", output_len="lognormal:100,0.6",
+                classes=(CHAT,))
+    designs = [Design(replicas=r, name=f"{r} x TP1") for r in (1, 2, 3)] + \
+        [Design(tp=2, name="1 x TP2"), Design(tp=2, replicas=2, name="2 x TP2")]
+    return compare(designs, lambda s: generate(load, s, duration_s=60), runs=1)
+
+
+def test_cost_png_and_the_design_page_label_every_design_clear_of_the_others():
+    c = comparison()
+    for fig in (plot_cost(c), cost_figure(c)):
+        (ax,) = fig.axes
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        labels = annotations(ax)
+        assert sorted(t.get_text() for t in labels) == sorted(o.design.name for o in c.outcomes)
+        assert_clear(labels, renderer)
+        legend = ax.get_legend()
+        if legend is not None:      # the design page's star: no label under it
+            for t in labels:
+                assert not boxes_overlap(text_box(t, renderer), box(legend, renderer))
+
+
+def test_series_png_keeps_its_legend_off_the_panels_and_the_cheapest_bold():
+    c = comparison()
+    fig = plot_series(c)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    (legend,) = fig.legends
+    assert all(not boxes_overlap(box(legend, renderer), box(ax, renderer)) for ax in fig.axes)
+    widths = {line.get_label(): line.get_linewidth() for line in fig.axes[0].lines}
+    best = c.cheapest.design.name
+    assert widths[f"{best} (the cheapest passing)"] > max(
+        w for name, w in widths.items() if not name.startswith(best))
+    FigureCanvasAgg(fig).draw()
+    queue = fig.axes[2]
+    assert all(float(v).is_integer() for v in queue.get_yticks())   # requests, not fractions
+    for ax in fig.axes:
+        for t in ax.get_yticklabels(which="both"):
+            assert "times" not in t.get_text() and "^" not in t.get_text()
+
+
+@cache
+def accepted():
+    load = Load(rate_rps=6.0, input_len="lognormal:600,0.6", output_len="lognormal:100,0.6",
+                classes=(CHAT,))
+    faults = (parse_fault("worker:0@60+20"), parse_fault("drain:1@90+10"))
+    return accept([Design(replicas=2), Design(replicas=3)],
+                  lambda s: generate(load, s, duration_s=150), faults, runs=3,
+                  criteria=Criteria(), fault_criteria=FaultCriteria(max_recovery_s=20))
+
+
+def test_the_decision_record_shows_every_runs_recovery_and_marks_those_over_the_limit():
+    # it showed the first three of six values, run 1's crash and drain and run 2's crash, so
+    # the run that refused a design ("70 s") was behind "..."
+    results = accepted()
+    record = decision_record(results, "test", "load", Criteria(),
+                             FaultCriteria(max_recovery_s=20), True)
+    assert "recovery, each run (worker:0@60+20; drain:1@90+10)" in record
+    for a in results:
+        row = next(line for line in record.splitlines() if line.startswith(f"| {a.design.name} |"))
+        cell = row.split(" | ")[-2]
+        faults = cell.split("; ")
+        assert len(faults) == 2
+        for j, text in enumerate(faults):
+            shown = text.split(", ")
+            assert len(shown) == 3
+            for k, value in enumerate(shown):
+                r = a.fault_figures[k][j].recovery_s
+                plain = "never" if r is None else f"{r:.3g} s"
+                over = r is None or r > 20
+                assert value == (f"**{plain}**" if over else plain), (a.design.name, j, k)
+        refused = [why for why in a.reasons() if "recovered" in why]
+        assert len(refused) == len(re.findall(r"\*\*", cell)) // 2
+
+
+def test_recovery_png_writes_plain_seconds_and_marks_each_recovery():
+    a = accepted()[1]
+    fig = plot_recovery(a)
+    FigureCanvasAgg(fig).draw()
+    for t in fig.axes[0].get_yticklabels(which="both"):
+        assert "times" not in t.get_text() and "^" not in t.get_text()
+    title = fig.axes[0].get_title(loc="left")
+    for f, r in zip(a.faults, (x.recovery_s for x in a.fault_figures[0]), strict=True):
+        assert f"{f.text()} in {'never' if r is None else f'{r:.3g} s'}" in title
+    dashed = [line for line in fig.axes[0].lines if line.get_linestyle() == "--"]
+    assert len(dashed) == sum(x.recovery_s is not None for x in a.fault_figures[0])
+
+
+@pytest.mark.parametrize("n", [1, 9, 13])
+def test_series_legend_fits_any_number_of_designs(n):
+    c = comparison()
+    many = dataclasses.replace(c, outcomes=[dataclasses.replace(
+        c.outcomes[k % len(c.outcomes)], design=c.outcomes[k % len(c.outcomes)].design.with_(
+            name=f"design {k}")) for k in range(n)])
+    fig = plot_series(many)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    (legend,) = fig.legends
+    assert len(legend.get_texts()) == n
+    lb = box(legend, renderer)
+    assert lb[0] >= 0 and lb[1] >= 0 and lb[2] <= fig.bbox.width and lb[3] <= fig.bbox.height
+    assert all(not boxes_overlap(lb, box(ax, renderer)) for ax in fig.axes)
+
+
+def test_the_design_page_plot_reads_at_the_size_the_page_shows_it():
+    """The design page drew its words at 7 pt on 80 dpi, shown 1:1 (8 pixels): every text is
+    now at least 11 pixels high where the page shows it."""
+    from schedatrix.course.design_app import DesignApp
+    fig = cost_figure(comparison())
+    shown = int(DesignApp().plot.layout.width.removesuffix("px")) / fig.bbox.width
+    FigureCanvasAgg(fig).draw()
+    (ax,) = fig.axes
+    texts = [t for t in (ax._left_title, ax.xaxis.label, ax.yaxis.label,
+                         *ax.get_xticklabels(which="both"), *ax.get_yticklabels(which="both"),
+                         *ax.get_legend().get_texts(), *annotations(ax)) if t.get_text()]
+    assert len(texts) > 12
+    for t in texts:
+        assert t.get_fontsize() * fig.dpi / 72 * shown >= 11, t.get_text()
