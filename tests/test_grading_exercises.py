@@ -200,6 +200,32 @@ def test_largest_batch_wrong_fails():
     assert right(1600, 100, 61, 16, 256) == 9
 
 
+def test_smallest_tp_wrong_fails():
+    ns = solution("08_kv_capacity")
+    right, capacity, batch_of = ns["smallest_tp"], ns["kv_capacity_tokens"], ns["largest_batch"]
+    assert right(cs.model_facts("llama-3.1-8b"), cs.gpu_facts("a100-80gb"), 8000, 2000, 64,
+                 16) == 2
+    fails(cs.check_smallest_tp, lambda *a: 8, match="smaller TP already holds")
+
+    def one_gpu_of_memory(m, g, p, o, b, block):
+        # the whole model's weights on every GPU: TP would never free memory for KV
+        for tp in (1, 2, 4, 8):
+            cap = capacity(m, g, 1, 0.9, 2.0) * tp
+            if batch_of(cap, p, o, block, b) >= b:
+                return tp
+        return None
+
+    fails(cs.check_smallest_tp, one_gpu_of_memory,
+          match="holds only|no TP here|holds them all|smaller TP")
+
+    def never_none(*a):
+        return right(*a) or 8
+
+    fails(cs.check_smallest_tp, never_none, match="no TP here is enough")
+    fails(cs.check_smallest_tp, lambda *a: 3, match="Return one of 1, 2, 4, 8")
+    assert batch_of(1600, 100, 61, 16, 256) == 9
+
+
 # ---------------------------------------------------------------- exercise 9: the roofline
 
 
@@ -210,6 +236,28 @@ def test_decode_step_wrong_fails():
           match="KV cache is read")
     fails(cs.check_decode_step, lambda m, g, b, c, s: right(m, g, b, c, s) * s,
           match="divide by it")
+
+
+def test_tp_for_tpot_wrong_fails():
+    ns = solution("09_decode_step")
+    right, step = ns["tp_for_tpot"], ns["decode_step_s"]
+    assert right(cs.model_facts("llama-3.1-8b"), cs.gpu_facts("a100-80gb"), 64, 2048, 0.010,
+                 0.85) == 2
+    fails(cs.check_tp_for_tpot, lambda *a: 8 if right(*a) else None,
+          match="already steps in")
+
+    def tp_ignored(m, g, b, c, slo, share):
+        # the whole step on every GPU: too many GPUs, or none at all
+        return next((t for t in (1, 2, 4, 8) if step(m, g, b, c, share) <= slo), None)
+
+    fails(cs.check_tp_for_tpot, tp_ignored, match="expected")
+
+    def weights_only_split(m, g, b, c, slo, share):
+        # only the weights split over the GPUs: the KV counted whole on each
+        kv = step(m, g, b, c, share) - step(m, g, 0, c, share)
+        return next((t for t in (1, 2, 4, 8) if step(m, g, 0, c, share) / t + kv <= slo), None)
+
+    fails(cs.check_tp_for_tpot, weights_only_split, match="expected")
 
 
 # ---------------------------------------------------------------- exercise 10: the event log

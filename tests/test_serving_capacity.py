@@ -48,3 +48,28 @@ def test_a_replica_that_does_not_fit_says_so():
     inp, out = _mix(100)
     with pytest.raises(InputError, match="does not fit"):
         replica_capacity("llama-3.1-70b", "a100-80gb", 1, inp, out)
+
+
+def test_the_table_shows_the_columns_asked_for():
+    from schedatrix.errors import InputError
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.harness.compare import compare, with_goodput
+    from schedatrix.serving.harness.report import ALL_COLUMNS, table
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.load.requests import SLOClass
+
+    chat = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
+    load = Load(rate_rps=3.0, input_len="512", output_len="64", classes=[chat])
+    c = compare([Design(), Design(replicas=2)], lambda s: generate(load, s, requests=200))
+    head = table(c).splitlines()[0].split("  ")
+    assert [h.strip() for h in head if h.strip()] == ["design", *ALL_COLUMNS]
+    narrow = table(c, ("GPUs", "TTFT p95 ms", "in SLO", "verdict")).splitlines()
+    assert narrow[0].split() == ["design", "GPUs", "TTFT", "p95", "ms", "in", "SLO", "verdict"]
+    assert narrow[2].split()[:3] == ["1", "x", "TP1"] and narrow[2].split()[3] == "1"
+    with_goodput(c, load, 0.9, requests=300)
+    cols = table(c, ("GPUs", "in SLO")).splitlines()[0]
+    assert cols.index("max rps @90%") < cols.index("per GPU") < cols.index("in SLO")
+    with pytest.raises(InputError, match="unknown 'p99'"):
+        table(c, ("p99",))
+    with pytest.raises(InputError, match="KV peak"):
+        table(c, ("GPUs", "KV peak"))

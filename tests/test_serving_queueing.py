@@ -64,6 +64,62 @@ def test_littles_law_on_a_batching_replica():
     lam = f.arrived / f.span_s
     # L by sweeping arrivals and departures, against lambda x W
     assert f.mean_in_system == pytest.approx(lam * f.e2e_mean, rel=0.01)
+    # the drills' Little's law (harness.queueing.in_system) is the same product
+    from schedatrix.serving.harness.queueing import in_system
+    assert f.mean_in_system == pytest.approx(in_system(lam, f.e2e_mean), rel=0.01)
     # L sampled at 400 instants (the time series), against lambda x W: an estimate
     ts = time_series(run, windows=400)
     assert ts.in_system.mean() == pytest.approx(lam * f.e2e_mean, rel=0.05)
+
+
+# -- the lesson's laws (harness/queueing.py) on the real performance model -----------------
+
+def test_service_times_are_what_a_one_at_a_time_replica_spends():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.harness.queueing import service_s
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
+
+    for design in (Design(max_batch=1), Design(max_batch=1, max_batched_tokens=512, tp=2)):
+        req = generate(Load(rate_rps=0.05, input_len="lognormal:1500,0.8",
+                            output_len="lognormal:150,0.7"), 0, requests=300)
+        run = simulate(req, design)
+        alone = service_s(design, req.input_tokens, req.output_tokens)
+        assert np.abs(run.done_s - run.scheduled_s - alone).max() < 1e-9
+
+
+def test_pollaczek_khinchine_beside_the_simulator():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.harness.queueing import mg1, service_s
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
+
+    design = Design(max_batch=1)
+    lengths = {"input_len": "lognormal:1000,0.8", "output_len": "lognormal:150,0.8"}
+    mean_s = service_s(design, *(lambda r: (r.input_tokens, r.output_tokens))(
+        generate(Load(rate_rps=1.0, **lengths), 99, requests=20_000))).mean()
+    req = generate(Load(rate_rps=0.6 / mean_s, **lengths), 3, requests=100_000)
+    law = mg1(0.6 / mean_s, service_s(design, req.input_tokens, req.output_tokens))
+    assert law.rho == pytest.approx(0.6, rel=0.02) and law.service_cv > 0.5
+    # M/D/1 waits (1 + cv^2) times less than M/G/1 at the same rho
+    assert law.wait_s == pytest.approx(law.md1_wait_s * (1 + law.service_cv ** 2))
+    f = figures(simulate(req, design))
+    assert f.queue_mean == pytest.approx(law.wait_s, rel=0.04)
+    assert f.mean_in_system == pytest.approx(f.arrived / f.span_s * f.e2e_mean, rel=0.01)
+
+
+def test_the_laws_refuse_what_they_do_not_describe():
+    from schedatrix.errors import InputError
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.harness.queueing import mg1, service_s
+
+    assert mg1(2.0, np.array([0.5, 0.6])).wait_s == float("inf")     # rho >= 1
+    with pytest.raises(InputError, match="rate_rps"):
+        mg1(0.0, np.array([0.5]))
+    with pytest.raises(InputError, match="split"):
+        service_s(Design(prefill_replicas=1, decode_replicas=1), [10], [10])
+    with pytest.raises(InputError, match="equally long"):
+        service_s(Design(), [10, 20], [10])
+    from schedatrix.serving.harness.queueing import in_system
+    with pytest.raises(InputError, match="in_system: rate_rps and mean_time_s"):
+        in_system(-1.0, 2.0)

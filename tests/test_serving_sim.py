@@ -259,3 +259,48 @@ def test_reference_equals_fast_with_policies_and_faults(seed, rate, router, buck
     assert np.array_equal(a.retries, b.retries)
     # nothing is lost: every arrived request ended exactly once
     assert not np.any((a.status == 3) & ~np.isnan(a.arrival_s))
+
+
+def test_which_slo_a_class_misses():
+    from schedatrix.errors import InputError
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import met_slo, missed_slos
+    from schedatrix.serving.load.workload import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
+
+    chat = SLOClass("chat", 0.7, priority=0, ttft_s=0.3, tpot_s=0.02)
+    batch = SLOClass("batch", 0.3, priority=1, ttft_s=None, tpot_s=0.03)
+    req = generate(Load(rate_rps=8.0, input_len="lognormal:1500,0.8", output_len="100",
+                        classes=[chat, batch]), 0, requests=600)
+    run = simulate(req, Design())
+    for c, cls in enumerate(req.classes):
+        mine = req.class_id == c
+        ttft = run.first_token_s - run.arrival_s
+        tpot = (run.done_s - run.first_token_s) / (req.output_tokens - 1)
+        over_ttft, over_tpot = missed_slos(run, c)
+        assert over_ttft == (0.0 if cls.ttft_s is None else (ttft[mine] > cls.ttft_s).mean())
+        assert over_tpot == pytest.approx((tpot[mine] > cls.tpot_s).mean())
+        # a request within both meets its SLOs: misses leave at least the rest
+        assert 1 - met_slo(run)[mine].mean() <= over_ttft + over_tpot + 1e-12
+    assert missed_slos(run, 0)[0] > 0 and missed_slos(run, 1)[1] > 0
+    with pytest.raises(InputError, match="class_id"):
+        missed_slos(run, 2)
+
+
+def test_an_outcome_says_which_slo_its_runs_missed():
+    from schedatrix.errors import InputError
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import missed_slos
+    from schedatrix.serving.harness.acceptance import evaluate
+    from schedatrix.serving.load.workload import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
+
+    chat = SLOClass("chat", 1.0, priority=0, ttft_s=0.3, tpot_s=0.02)
+    load = Load(rate_rps=8.0, input_len="lognormal:1500,0.8", output_len="100", classes=[chat])
+    o = evaluate(Design(), lambda seed: generate(load, seed, requests=400), runs=2)
+    by_hand = [missed_slos(simulate(generate(load, seed, requests=400), Design()))
+               for seed in (0, 1)]
+    assert o.over("ttft") == pytest.approx(np.mean([m[0] for m in by_hand]))
+    assert o.over("tpot") == pytest.approx(np.mean([m[1] for m in by_hand]))
+    with pytest.raises(InputError, match="slo"):
+        o.over("e2e")

@@ -419,6 +419,6 @@ CHECKS: dict[str, Callable[..., str]] = {
         "check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
         "check_eviction_odds")},
     **{name: _later(".checks_serving", name) for name in (
-        "check_kv_capacity", "check_largest_batch", "check_decode_step", "check_log_figures",
-        "check_recovery", "check_router")},
+        "check_kv_capacity", "check_largest_batch", "check_smallest_tp", "check_decode_step",
+        "check_tp_for_tpot", "check_log_figures", "check_recovery", "check_router")},
 }

@@ -38,7 +38,8 @@ from ..serving.sim.event_log import event_log, logged_run
 from ..serving.sim.simulate import simulate
 from .check_support import RANDOM_SEED, as_number, call, close, fmt, passed
 
-__all__ = ["check_kv_capacity", "check_largest_batch", "check_decode_step",
+__all__ = ["check_kv_capacity", "check_largest_batch", "check_smallest_tp", "check_decode_step",
+           "check_tp_for_tpot",
            "check_log_figures", "check_recovery", "check_router", "model_facts", "gpu_facts",
            "ROOFLINE_SHARE", "ROOFLINE_TOLERANCE", "MEMORY_BOUND_SHARE", "LOG_KEYS",
            "ROUTER_TARGETS",
@@ -196,6 +197,80 @@ def check_largest_batch(largest_batch: Callable) -> str:
     return passed("check_largest_batch", {"fixed caches": 7, "random": len(cases) - 7})
 
 
+#: The tensor-parallel sizes a replica may take in exercises 8 and 9 (one machine).
+TP_CHOICES = (1, 2, 4, 8)
+#: Exercise 8's engine settings for the smallest TP: usable share and reserve per GPU.
+SMALLEST_TP_SHARE, SMALLEST_TP_RESERVE_GB = 0.90, 2.0
+
+
+def smallest_tp_for_batch(name: str, gpu_name: str, prompt_tokens: int, output_tokens: int,
+                          batch: int, block_tokens: int) -> int | None:
+    """The smallest of :data:`TP_CHOICES` at which ``batch`` requests of ``prompt_tokens +
+    output_tokens`` fit the KV cache at once at full length (the library's capacity and
+    blocks), or None when even TP8 can't hold them."""
+    for tp in TP_CHOICES:
+        cap = _capacity(name, gpu_name, tp, SMALLEST_TP_SHARE, SMALLEST_TP_RESERVE_GB)
+        if cap and _largest_batch(cap, prompt_tokens, output_tokens, block_tokens,
+                                  batch) >= batch:
+            return tp
+    return None
+
+
+@cache
+def _tp_cases() -> list[tuple[str, str, int, int, int, int, str]]:
+    fixed = [
+        ("llama-3.1-8b", "a100-80gb", 8000, 2000, 41, 16, "one A100 holds 41 such requests"),
+        ("llama-3.1-8b", "a100-80gb", 8000, 2000, 42, 16, "one request more"),
+        ("llama-3.1-70b", "a100-80gb", 2000, 500, 16, 16, "70B: four GPUs or more"),
+        ("llama-3.1-70b", "h200", 4000, 1000, 64, 16, "70B on 141 GB GPUs"),
+        ("llama-2-7b", "h100-80gb", 4000, 1000, 64, 16, "no grouped-query attention"),
+        ("llama-3.1-70b", "l4", 1000, 100, 1, 16, "70B on 24 GB GPUs: only TP8"),
+    ]
+    rng = np.random.default_rng(RANDOM_SEED + 88)
+    rand = [(str(rng.choice(list(DENSE_MODELS))), str(rng.choice(list(GPUS))),
+             int(rng.integers(100, 16_001)), int(rng.integers(1, 4_001)),
+             int(rng.integers(1, 129)), int(rng.choice([16, 32])), "a random service")
+            for _ in range(40)]
+    return fixed + rand
+
+
+def check_smallest_tp(smallest_tp: Callable) -> str:
+    """Exercise 8: ``smallest_tp(model, gpu, prompt_tokens, output_tokens, batch,
+    block_tokens)``: the smallest TP of 1, 2, 4, 8 whose KV cache (90% of memory usable, 2 GB
+    reserve per GPU) holds ``batch`` such requests at once at full length, or None."""
+    cases = _tp_cases()
+    for name, gname, p, o, b, block, what in cases:
+        shown = f"<{name}>, <{gname}>, {p}, {o}, {b}, {block}"
+        got = call("smallest_tp", smallest_tp, model_facts(name), gpu_facts(gname), p, o, b,
+                   block)
+        want = smallest_tp_for_batch(name, gname, p, o, b, block)
+        if got is None or want is None:
+            if got is not want:
+                held = _largest_batch(_capacity(name, gname, 8, SMALLEST_TP_SHARE,
+                                                SMALLEST_TP_RESERVE_GB), p, o, block, b)
+                hint = (f"At TP8 the replica holds {held} such requests: no TP here is enough."
+                        if want is None else f"TP{want} holds them all.")
+                raise AssertionError(f"smallest_tp({shown}) returned {got!r}, expected "
+                                     f"{want!r} ({what}). {hint}")
+            continue
+        value = as_number("smallest_tp", shown, got, "a TP of 1, 2, 4 or 8, or None")
+        if value != want:
+            at = int(value) if value in TP_CHOICES else None
+            held = (_largest_batch(_capacity(name, gname, at, SMALLEST_TP_SHARE,
+                                             SMALLEST_TP_RESERVE_GB), p, o, block, b)
+                    if at else None)
+            if at is None:
+                hint = "Return one of 1, 2, 4, 8 (or None)."
+            elif value < want:
+                hint = (f"At TP{at} the cache holds only {held} of the {b} requests at full "
+                        "length: count whole blocks, per request and in the cache.")
+            else:
+                hint = f"A smaller TP already holds all {b}: try the sizes from the smallest."
+            raise AssertionError(f"smallest_tp({shown}) returned {value:g}, expected TP{want} "
+                                 f"({what}). {hint}")
+    return passed("check_smallest_tp", {"fixed services": 6, "random": len(cases) - 6})
+
+
 # --------------------------------------------------------------------------- exercise 9
 
 #: The share of HBM bandwidth the roofline is compared with the library at.
@@ -300,6 +375,69 @@ def check_decode_step(decode_step_s: Callable) -> str:
                                  f"{off:.0%} away (allowed {ROOFLINE_TOLERANCE:.0%}).")
     return passed("check_decode_step", {"roofline steps": len(cases),
                                         "steps beside the calibrated model": len(grid)})
+
+
+def tp_for_tpot_roofline(name: str, gpu_name: str, batch: int, context_tokens: int,
+                         tpot_slo_s: float, hbm_share: float) -> int | None:
+    """The smallest of :data:`TP_CHOICES` whose decode step by the roofline (each GPU reads
+    1/tp of the weights and of the batch's KV) is within ``tpot_slo_s``, or None."""
+    for tp in TP_CHOICES:
+        if roofline_decode_s(name, gpu_name, batch, context_tokens, hbm_share) / tp \
+                <= tpot_slo_s:
+            return tp
+    return None
+
+
+@cache
+def _tpot_cases() -> list[tuple[str, str, int, int, float, float, str]]:
+    fixed = [
+        ("llama-3.1-8b", "a100-80gb", 64, 2048, 0.020, 0.85, "one GPU is enough"),
+        ("llama-3.1-8b", "a100-80gb", 64, 2048, 0.010, 0.85, "half the SLO"),
+        ("llama-3.1-70b", "h100-80gb", 32, 4096, 0.020, 0.85, "70B at 20 ms"),
+        ("llama-3.1-70b", "a100-80gb", 128, 8192, 0.005, 0.85, "out of reach of TP8"),
+        ("llama-2-7b", "h200", 128, 4096, 0.015, 0.9, "Llama 2's big KV"),
+    ]
+    rng = np.random.default_rng(RANDOM_SEED + 99)
+    rand = [(str(rng.choice(list(DENSE_MODELS))), str(rng.choice(list(GPUS))),
+             int(rng.integers(1, 257)), int(rng.integers(256, 8193)),
+             float(np.round(rng.uniform(0.004, 0.08), 4)), float(np.round(rng.uniform(0.6, 0.95),
+                                                                          2)),
+             "a random SLO") for _ in range(40)]
+    return fixed + rand
+
+
+def check_tp_for_tpot(tp_for_tpot: Callable) -> str:
+    """Exercise 9: ``tp_for_tpot(model, gpu, batch, context_tokens, tpot_slo_s, hbm_share)``:
+    the smallest TP of 1, 2, 4, 8 whose roofline decode step (bytes split over the TP GPUs) is
+    within the TPOT SLO, or None."""
+    cases = _tpot_cases()
+    for name, gname, b, ctx, slo, share, what in cases:
+        shown = f"<{name}>, <{gname}>, {b}, {ctx}, {slo:g}, {share:g}"
+        got = call("tp_for_tpot", tp_for_tpot, model_facts(name), gpu_facts(gname), b, ctx,
+                   slo, share)
+        want = tp_for_tpot_roofline(name, gname, b, ctx, slo, share)
+        step = roofline_decode_s(name, gname, b, ctx, share)
+        if got is None or want is None:
+            if got is not want:
+                hint = (f"Even at TP8 the roofline step is {step / 8 * 1e3:.2f} ms, over "
+                        f"{slo * 1e3:g} ms." if want is None else
+                        f"At TP{want} the roofline step is {step / want * 1e3:.2f} ms.")
+                raise AssertionError(f"tp_for_tpot({shown}) returned {got!r}, expected "
+                                     f"{want!r} ({what}). {hint}")
+            continue
+        value = as_number("tp_for_tpot", shown, got, "a TP of 1, 2, 4 or 8, or None")
+        if value != want:
+            if value not in TP_CHOICES:
+                hint = "Return one of 1, 2, 4, 8 (or None)."
+            elif value < want:
+                hint = (f"At TP{value:g} the roofline step is {step / value * 1e3:.2f} ms, over "
+                        f"the {slo * 1e3:g} ms SLO.")
+            else:
+                hint = (f"TP{want} already steps in {step / want * 1e3:.2f} ms: try the sizes "
+                        "from the smallest.")
+            raise AssertionError(f"tp_for_tpot({shown}) returned {value:g}, expected TP{want} "
+                                 f"({what}). {hint}")
+    return passed("check_tp_for_tpot", {"fixed SLOs": 5, "random": len(cases) - 5})
 
 
 # --------------------------------------------------------------------------- exercise 10

@@ -108,12 +108,18 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
               ("schedatrix.serving.perf.model:PerfModel.kv_capacity_tokens",)),
         Check("check_largest_batch", ("largest_batch",),
               ("schedatrix.serving.replica.kv_cache:largest_batch",)),
+        Check("check_smallest_tp", ("smallest_tp",),
+              ("schedatrix.serving.perf.model:PerfModel.kv_capacity_tokens",
+               "schedatrix.serving.replica.kv_cache:largest_batch")),
     )),
     Exercise("09_decode_step", "a decode step by the roofline", (
         Check("check_decode_step", ("decode_step_s",),
               ("schedatrix.serving.perf.model:PerfModel.iteration_s",
                "schedatrix.serving.perf.model:PerfModel.decode_line",
                "schedatrix.classroom.checks_serving:roofline_decode_s")),
+        Check("check_tp_for_tpot", ("tp_for_tpot",),
+              ("schedatrix.classroom.checks_serving:roofline_decode_s",
+               "schedatrix.classroom.checks_serving:tp_for_tpot_roofline")),
     )),
     Exercise("10_request_log", "TTFT, ITL, TPOT and goodput from an event log", (
         Check("check_log_figures", ("log_figures",),

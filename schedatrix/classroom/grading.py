@@ -22,7 +22,8 @@ from .exercises import CHECKS
 __all__ = ["run_check", "check_score", "check_run_set", "check_eviction", "check_famous_months",
            "check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
            "check_eviction_odds", "check_kv_capacity", "check_largest_batch",
-           "check_decode_step", "check_log_figures", "check_recovery", "check_router"]
+           "check_smallest_tp", "check_decode_step", "check_tp_for_tpot", "check_log_figures",
+           "check_recovery", "check_router"]
 
 _ERRORS = {"AssertionError": AssertionError, "NotImplementedError": NotImplementedError}
 
@@ -120,6 +121,19 @@ def check_largest_batch(largest_batch: Callable) -> None:
     block_tokens, max_batch)``."""
     __tracebackhide__ = True
     run_check("check_largest_batch", largest_batch=largest_batch)
+
+
+def check_smallest_tp(smallest_tp: Callable) -> None:
+    """Exercise 8: ``smallest_tp(model, gpu, prompt_tokens, output_tokens, batch,
+    block_tokens)``."""
+    __tracebackhide__ = True
+    run_check("check_smallest_tp", smallest_tp=smallest_tp)
+
+
+def check_tp_for_tpot(tp_for_tpot: Callable) -> None:
+    """Exercise 9: ``tp_for_tpot(model, gpu, batch, context_tokens, tpot_slo_s, hbm_share)``."""
+    __tracebackhide__ = True
+    run_check("check_tp_for_tpot", tp_for_tpot=tp_for_tpot)
 
 
 def check_decode_step(decode_step_s: Callable) -> None:

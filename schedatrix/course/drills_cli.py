@@ -38,8 +38,8 @@ def add_drills_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=5, help="how many drills (default 5)")
     p.add_argument("--answers", action="store_true", help="append the answer key")
     p.add_argument("--serving", action="store_true",
-                   help="serving drills instead: a replica and three questions each (KV bytes "
-                   "and capacity, the largest batch, a decode step's time, all-reduce bytes, "
-                   "which SLO fails and which knob repairs it)")
+                   help="serving drills instead: a replica and three questions each, from 14 "
+                   "kinds (its KV cache, batch, decode step, all-reduces and SLOs; queues, "
+                   "goodput, the prefix cache, the split's KV move, recovery; MoE and FP8)")
     p.set_defaults(func=_run)
     return p

@@ -1,12 +1,11 @@
-"""Two serving drill kinds of lesson 13, ready to join the serving drills' registry: the expert
+"""Two serving drill kinds of lesson 13, drawn among the serving drills: the expert
 weights a mixture-of-experts decode step reads, and the weights an FP8 replica holds per GPU.
 
 Each kind is ``kind(r: random.Random) -> ServingQuestion``: everything drawn from ``r`` (only
 ``random()``, as the other drills), every number the answer is computed from printed in the
 prompt, the answer equal to the library's (tests/test_expert_drills.py checks it against
-:mod:`schedatrix.serving.perf`). ``KINDS`` maps each kind's id to it, for the registry of
-:mod:`schedatrix.course.serving_drills` (not registered there yet: that module is being
-rewritten around one registry; register ``KINDS`` in it).
+:mod:`schedatrix.serving.perf`). ``KINDS`` maps each kind's id to it; the serving drills
+(:mod:`schedatrix.course.serving_drills`) draw both among their kinds.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import random
 
 from ..serving.perf.catalog import BYTES_PER_PARAM, MODELS
 from ..serving.perf.model import allowed_tp
-from .serving_drills import ServingQuestion
+from .serving_question import ServingQuestion
 
 __all__ = ["expert_reads", "fp8_weights", "KINDS"]
 

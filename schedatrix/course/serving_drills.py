@@ -1,9 +1,16 @@
 """Serving drills: drill number n is the same replica and the same questions for everyone.
 
 Each drill describes one replica (a model's shape, a GPU, its tensor parallelism, a batch) and
-asks three questions drawn from a bank of six kinds: the KV bytes a token holds, the KV
-capacity of the replica, the largest batch that fits, a decode step's time by the roofline,
-the bytes one GPU sends in a step's all-reduces, and which SLO fails and which knob repairs it.
+asks three questions drawn from a bank of fourteen kinds. Six are about the replica: the KV
+bytes a token holds, the KV capacity of the replica, the largest batch that fits, a decode
+step's time by the roofline, the bytes one GPU sends in a step's all-reduces, and which SLO
+fails and which knob repairs it. Six are about the system around it
+(:mod:`.system_drills`): a one-at-a-time replica's queue by Pollaczek-Khinchine, Little's law,
+DistServe's goodput per GPU, the prefix cache, the KV move of a prefill/decode split, and the
+time a crashed replica takes to serve again. Two are lesson 13's (:mod:`.expert_drills`): the
+expert weights a mixture-of-experts decode step reads, and the weights an FP8 replica holds.
+No kind makes up more than a fifth of the questions (tests/test_serving_drills.py counts 900
+drills).
 As in the fleet drills (:mod:`schedatrix.course.drills`), everything is drawn from Python's
 ``random.Random`` seeded by the drill's number (only ``random()``, whose sequence Python keeps
 stable), answers are balanced (the SLO question fails TTFT, TPOT or neither equally often),
@@ -14,7 +21,10 @@ other answer.
 Every number a prompt prints is the one its answer is computed from (a learner works from the
 page); the answers agree with the library's :class:`~schedatrix.serving.perf.model.PerfModel`
 (tests/test_serving_drills.py). The SLO question's figures come from that performance model,
-and the knobs it accepts are the ones whose turn, timed by the same model, meets both SLOs.
+and the knobs it accepts are the ones whose turn, timed by the same model, meets both SLOs:
+tensor parallelism doubled, or an H200. A smaller batch cap is not offered: it shortens the
+joined step by keeping requests out of the batch, and those wait in the queue instead (lesson
+08: a cap of 8 raises p95 TTFT far past any SLO), which this question's figures do not see.
 """
 
 from __future__ import annotations
@@ -27,7 +37,9 @@ from itertools import combinations
 from ..errors import InputError
 from ..serving.perf.catalog import GPU, GPUS, MODELS, ModelShape
 from ..serving.perf.model import PerfModel, allowed_tp
+from . import expert_drills, system_drills
 from .drill_kit import draw_kinds, find_words, format_drill_set
+from .serving_question import ServingQuestion
 
 __all__ = ["ServingQuestion", "ServingDrill", "SERVING_KINDS", "SLO_KNOBS", "PER_DRILL",
            "USABLE_SHARE", "RESERVE_GB", "HBM_SHARE", "BLOCK_TOKENS", "MAX_BATCH",
@@ -43,7 +55,8 @@ HBM_SHARE = 0.85
 #: The KV cache's block and the scheduler's batch cap, for the largest-batch question.
 BLOCK_TOKENS = 16
 MAX_BATCH = 256
-#: The knob turns the SLO question offers, as the learner may name them.
+#: The knob turns the SLO question offers (tp, gpu), as the learner may name them, and the one
+#: it does not (max_batch), recognised so that its feedback can say why.
 SLO_KNOBS = {"tp": "tp", "tensor": "tp", "tensor parallelism": "tp",
              "max_batch": "max_batch", "batch": "max_batch", "max batch": "max_batch",
              "gpu": "gpu", "h200": "gpu"}
@@ -55,35 +68,9 @@ _MODELS = ("llama-3.2-3b", "llama-3.1-8b", "llama-2-7b", "llama-3.1-70b")
 _GPUS = ("a100-80gb", "h100-80gb")
 #: How strongly each kind is drawn when it can still be (kinds few sets hold weigh more).
 _DRAW_WEIGHT = {"kv_per_token": 1.0, "kv_capacity": 1.6, "largest_batch": 1.6,
-                "step_time": 1.6, "allreduce_bytes": 0.25, "slo": 0.8}
-
-
-@dataclass(frozen=True)
-class ServingQuestion:
-    """One question: ``grading`` is ``count`` (a whole number, exact), ``number`` (within
-    ``rel_tolerance`` of the answer) or ``slo`` (the failing SLO, ``ttft``, ``tpot`` or
-    ``none``, and a knob from ``accepted``)."""
-
-    id: str
-    prompt: str
-    answer: object
-    grading: str
-    unit: str
-    explanation: str
-    hint: str
-    rel_tolerance: float = 0.0
-    accepted: frozenset[str] = frozenset()
-
-    @property
-    def answer_text(self) -> str:
-        if self.grading == "slo":
-            if self.answer == "none":
-                return "none"
-            return f"{self.answer}, with {' or '.join(sorted(self.accepted))}"
-        if self.grading == "count":
-            return f"{self.answer:,} {self.unit}"
-        return f"{self.answer:,.3g} {self.unit}" if self.answer < 100 else \
-            f"{self.answer:,.0f} {self.unit}"
+                "step_time": 1.6, "allreduce_bytes": 0.5, "slo": 1.0, "mg1_wait": 1.0,
+                "littles_law": 1.0, "goodput_per_gpu": 1.0, "prefix_cache": 1.0, "kv_move": 1.0,
+                "recovery": 1.0, "expert_reads": 1.0, "fp8_weights": 1.0}
 
 
 @dataclass(frozen=True)
@@ -266,8 +253,7 @@ def _slo_case(rep: _Replica, r: random.Random, want: str) -> ServingQuestion | N
     fails = [n for n in ("ttft", "tpot") if round(shown[n], 1) > slos[n]]
     if fails != ([] if want == "none" else [want]):
         return None
-    turns = {"tp": (g.name, tp * 2, rep.batch), "max_batch": (g.name, tp, rep.batch // 2),
-             "gpu": ("h200", tp, rep.batch)}
+    turns = {"tp": (g.name, tp * 2, rep.batch), "gpu": ("h200", tp, rep.batch)}
     accepted = set()
     if want != "none":
         for knob, (gname, t, b) in turns.items():
@@ -296,11 +282,10 @@ def _slo_case(rep: _Replica, r: random.Random, want: str) -> ServingQuestion | N
         f"The library's performance model times this replica's iterations: {figures}. Take "
         f"TTFT as that joined step and TPOT as a decode step; the SLOs are TTFT <= "
         f"{slos['ttft']} ms and TPOT <= {slos['tpot']} ms. Which SLO fails (ttft, tpot or "
-        "none), and which knob repairs it: tp (doubled), max_batch (halved) or gpu (an H200)?",
+        "none), and which knob repairs it: tp (doubled) or gpu (an H200)?",
         answer, "slo", "", explanation,
         "Compare each figure with its SLO. Then think about what each knob changes: the bytes "
-        "each GPU reads per step, the tokens a step processes, the bandwidth and FLOPs a GPU "
-        "brings.",
+        "each GPU reads per step and the FLOPs it does, the bandwidth and FLOPs a GPU brings.",
         accepted=frozenset(accepted),
     )
 
@@ -321,7 +306,13 @@ def _kind(id, title, asks, gives, pose) -> _Kind:
     return _Kind(id, title, frozenset(asks), frozenset(gives), pose)
 
 
-#: The bank, by id; ``asks``/``gives`` topics: kv_token, capacity, batch, step, allreduce, slo.
+def _alone(make):
+    """A kind drawn from the seed alone (its own model and figures), posed beside a replica."""
+    return lambda rep, r: make(r)
+
+
+#: The bank, by id; ``asks``/``gives`` topics: kv_token, capacity, batch, step, allreduce, slo,
+#: and one each for the kinds of the system and of lesson 13.
 SERVING_KINDS: dict[str, _Kind] = {k.id: k for k in (
     _kind("kv_per_token", "KV bytes per token", {"kv_token"}, set(), _kv_per_token),
     _kind("kv_capacity", "KV capacity", {"capacity"}, {"kv_token"}, _kv_capacity),
@@ -330,6 +321,20 @@ SERVING_KINDS: dict[str, _Kind] = {k.id: k for k in (
     _kind("step_time", "a decode step by the roofline", {"step"}, {"kv_token"}, _step_time),
     _kind("allreduce_bytes", "all-reduce bytes", {"allreduce"}, set(), _allreduce_bytes),
     _kind("slo", "which SLO fails and which knob repairs it", {"slo"}, {"step"}, _slo),
+    _kind("mg1_wait", "a one-at-a-time queue's wait (M/G/1)", {"wait"}, set(),
+          system_drills.mg1_wait),
+    _kind("littles_law", "requests held, by Little's law", {"little"}, set(),
+          system_drills.littles_law),
+    _kind("goodput_per_gpu", "DistServe's goodput per GPU", {"goodput"}, set(),
+          system_drills.goodput_per_gpu),
+    _kind("prefix_cache", "the prefix cache's saving", {"prefix"}, set(),
+          system_drills.prefix_cache),
+    _kind("kv_move", "the split's KV move", {"kv_move"}, set(), system_drills.kv_move),
+    _kind("recovery", "a crashed replica back", {"reload"}, set(), system_drills.recovery),
+    _kind("expert_reads", "expert weights a decode step reads", {"experts"}, set(),
+          _alone(expert_drills.expert_reads)),
+    _kind("fp8_weights", "an FP8 replica's weights per GPU", {"fp8"}, set(),
+          _alone(expert_drills.fp8_weights)),
 )}
 
 
@@ -363,7 +368,8 @@ def _parse_number(text) -> float | None:
         return None
     if isinstance(text, (int, float)):
         return float(text)
-    cleaned = re.sub(r"[\s,_]|tokens?|bytes?|requests?|ms|mb", "", str(text).lower())
+    cleaned = re.sub(r"[\s,_]|tokens?|bytes?|requests?|per gpu|/s|ms|mb|gb|s$", "",
+                     str(text).lower())
     try:
         return float(cleaned)
     except ValueError:
@@ -387,12 +393,15 @@ def grade(q: ServingQuestion, answer) -> tuple[bool, str]:
             ok = says_none and not slos
             return ok, "" if ok else f"Not quite: look at each figure against its SLO. {q.hint}"
         if not slos:
-            return False, ("Name the failing SLO (ttft or tpot) and a knob (tp, max_batch, "
-                           "gpu), or none.")
+            return False, "Name the failing SLO (ttft or tpot) and a knob (tp, gpu), or none."
         if slos != {q.answer}:
             return False, f"Not quite: which figure is over its SLO? {q.hint}"
         if not knobs:
-            return False, "The SLO is right; now name a knob that repairs it (tp, max_batch, gpu)."
+            return False, "The SLO is right; now name a knob that repairs it (tp, gpu)."
+        if "max_batch" in knobs:
+            return False, ("The SLO is right, but a smaller batch cap is no repair: the requests "
+                           "it keeps out of the batch wait in the queue instead (lesson 08). "
+                           "Name tp or gpu.")
         if knobs <= q.accepted:
             return True, ""
         return False, ("The SLO is right, but by the model that knob does not bring both "
@@ -447,9 +456,10 @@ class ServingDrill:
 
 
 def _replica(r: random.Random) -> _Replica:
-    """A model on a GPU at a tensor parallelism where it fits with room for a batch."""
+    """A model on a GPU at a tensor parallelism where it fits with room for a batch (the model
+    drawn once, evenly, so that a big model's misfits do not make the small ones commoner)."""
+    m = MODELS[_pick(r, _MODELS)]
     while True:
-        m = MODELS[_pick(r, _MODELS)]
         g = GPUS[_pick(r, _GPUS)]
         tp = _pick(r, [t for t in (1, 2, 4, 8) if t in allowed_tp(m)])
         batch = _pick(r, (8, 16, 32, 64, 128))

@@ -19,7 +19,7 @@ from functools import cache
 from ..audit.synth import packaged_hour
 from ..errors import InputError
 from ..serving.cluster.deployment import Design
-from ..serving.figures.metrics import Figures, figures
+from ..serving.figures.metrics import Figures, figures, missed_slos
 from ..serving.figures.record import Run
 from ..serving.harness.acceptance import Criteria, Outcome
 from ..serving.load.lengths import PairedLengths
@@ -173,4 +173,5 @@ def outcome_of(run: Run, design: Design, criteria: Criteria | None = None,
                    prefix_hit_share=[run.prefix_hit_tokens / run.prefix_lookup_tokens
                                      if run.prefix_lookup_tokens else 0.0],
                    reasons=[dict(run.reasons)],
+                   missed=[[missed_slos(run, c) for c in range(len(req.classes))]],
                    events=run.events, iterations=run.iterations)

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import InputError
 from .record import COMPLETED, FAILED, REJECTED, GapRecord, Run
 
-__all__ = ["Figures", "figures", "gap_quantiles", "met_slo", "time_series", "TimeSeries"]
+__all__ = ["Figures", "figures", "gap_quantiles", "met_slo", "missed_slos", "time_series",
+           "TimeSeries"]
 
 _QS = (50, 95, 99)
 
@@ -81,6 +83,26 @@ def met_slo(run: Run) -> np.ndarray:
         if cls.tpot_s is not None:
             ok &= ~mine | (tpot <= cls.tpot_s)
     return ok
+
+
+def missed_slos(run: Run, class_id: int = 0) -> tuple[float, float]:
+    """Which SLO a class's requests miss: the shares of its arrived requests that completed
+    with TTFT over the class's ``ttft_s`` and with TPOT over its ``tpot_s`` (a request may
+    miss both; 0 for a threshold the class does not set)."""
+    req = run.requests
+    if not 0 <= class_id < len(req.classes):
+        raise InputError(f"class_id: {class_id!r}; allowed: 0 to {len(req.classes) - 1}")
+    cls = req.classes[class_id]
+    mine = (req.class_id == class_id) & ~np.isnan(run.arrival_s)
+    done = mine & (run.status == COMPLETED)
+    out = req.output_tokens
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ttft = run.first_token_s - run.arrival_s
+        tpot = np.where(out >= 2, (run.done_s - run.first_token_s) / (out - 1), 0.0)
+    n = max(int(mine.sum()), 1)
+    over_ttft = 0.0 if cls.ttft_s is None else float((done & (ttft > cls.ttft_s)).sum()) / n
+    over_tpot = 0.0 if cls.tpot_s is None else float((done & (tpot > cls.tpot_s)).sum()) / n
+    return over_ttft, over_tpot
 
 
 def span(run: Run) -> tuple[float, float]:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from ...errors import InputError
 from ..cluster.deployment import Design
-from ..figures.metrics import Figures, TimeSeries, figures, time_series
+from ..figures.metrics import Figures, TimeSeries, figures, missed_slos, time_series
 from ..figures.record import Run
 from ..load.requests import Requests, SLOClass
 from ..numbers import check_int, check_real
@@ -70,6 +71,8 @@ class Outcome:
     link_busy_s: list[float] = field(default_factory=list)
     prefix_hit_share: list[float] = field(default_factory=list)
     reasons: list[dict] = field(default_factory=list)   # per run: {(reason, class): count}
+    #: per run, per class: the shares of its requests over the TTFT and over the TPOT threshold
+    missed: list[list[tuple[float, float]]] = field(default_factory=list)
     series: TimeSeries | None = None
     events: int = 0
     iterations: int = 0
@@ -82,6 +85,15 @@ class Outcome:
 
     def mean(self, key: str, class_id: int | None = None) -> float:
         return interval(self.values(key, class_id))[0]
+
+    def over(self, slo: str, class_id: int = 0) -> float:
+        """The mean over runs of the share of class ``class_id``'s requests over its ``slo``
+        threshold (``"ttft"`` or ``"tpot"``): which SLO the misses are."""
+        if slo not in ("ttft", "tpot"):
+            raise InputError(f"slo: {slo!r}; allowed: ttft, tpot")
+        if not self.missed:
+            raise InputError("over: this outcome kept no misses (it was not made by evaluate)")
+        return interval([run[class_id][slo == "tpot"] for run in self.missed])[0]
 
     def cost_per_mtok(self) -> list[float]:
         """Dollars per million output tokens at the design's GPU-hour price, per run."""
@@ -207,5 +219,6 @@ def _add(out: Outcome, run: Run) -> None:
     out.prefix_hit_share.append(run.prefix_hit_tokens / run.prefix_lookup_tokens
                                 if run.prefix_lookup_tokens else 0.0)
     out.reasons.append(dict(run.reasons))
+    out.missed.append([missed_slos(run, c) for c in range(len(run.requests.classes))])
     out.events += run.events
     out.iterations += run.iterations

@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ...errors import InputError
 from .acceptance import interval
 from .compare import Comparison
 from .outcome_json import FIGURE_KEYS, design_json, finite
 from .plot_text import label_points, plain_ticks
 from .scenario import Scenario
 
-__all__ = ["FIGURE_KEYS", "design_json", "comparison_json", "table", "markdown",
-           "write_report", "plot_series", "plot_cost"]
+__all__ = ["FIGURE_KEYS", "COLUMNS", "ALL_COLUMNS", "design_json", "comparison_json", "table",
+           "markdown", "write_report", "plot_series", "plot_cost"]
+
 
 def _goodput_json(c: Comparison, o) -> dict:
     g = c.goodput.get(o.design.name)
@@ -65,28 +67,60 @@ def _ms(v) -> str:
     return "-" if v is None or v != v else f"{v * 1000:,.0f}" if v >= 0.1 else f"{v * 1000:.1f}"
 
 
-def table(c: Comparison) -> str:
-    """A plain-text table: latency first, then goodput, attainment, KV use, cost, verdict."""
-    head = ("design", "GPUs", "TTFT p50/p95 ms", "ITL p50/p95 ms", "TPOT p95 ms",
-            "queue p95 ms", "goodput/s", "in SLO", "KV peak", "$/M tok", "verdict")
+def _verdict(o) -> str:
+    verdict = {True: "PASS", False: "FAIL", None: "-"}[o.passed]
+    return "PASS+" if o.passed and o.room_to_spare else verdict
+
+
+#: The columns :func:`table` can show: heading -> the cell of an outcome. Latency first, then
+#: goodput, attainment, KV use (never alone), cost, verdict.
+COLUMNS = {
+    "GPUs": lambda o: str(o.design.gpus),
+    "TTFT p50/p95 ms": lambda o: f"{_ms(o.mean('ttft_p50'))} / {_ms(o.mean('ttft_p95'))}",
+    "TTFT p95 ms": lambda o: _ms(o.mean("ttft_p95")),
+    "ITL p50/p95 ms": lambda o: f"{_ms(o.mean('itl_p50'))} / {_ms(o.mean('itl_p95'))}",
+    "ITL p95 ms": lambda o: _ms(o.mean("itl_p95")),
+    "TPOT p95 ms": lambda o: _ms(o.mean("tpot_p95")),
+    "queue p95 ms": lambda o: _ms(o.mean("queue_p95")),
+    "goodput/s": lambda o: f"{o.mean('goodput_rps'):.2f}",
+    "in SLO": lambda o: f"{o.mean('slo_attainment'):.1%}",
+    "KV peak": lambda o: f"{interval(o.kv_peak_share)[0]:.0%}",
+    "$/M tok": lambda o: f"{interval(o.cost_per_mtok())[0]:.3f}",
+    "verdict": _verdict,
+}
+#: Every column, in order (the command line's and the report's table).
+ALL_COLUMNS = ("GPUs", "TTFT p50/p95 ms", "ITL p50/p95 ms", "TPOT p95 ms", "queue p95 ms",
+               "goodput/s", "in SLO", "KV peak", "$/M tok", "verdict")
+
+
+def table(c: Comparison, columns: tuple[str, ...] = ALL_COLUMNS) -> str:
+    """A plain-text table, one row per design, of ``columns`` (headings of :data:`COLUMNS`);
+    with DistServe's goodput searched (:func:`.compare.with_goodput`), its two columns come
+    after ``goodput/s`` (or before ``in SLO``, or last)."""
+    unknown = [k for k in columns if k not in COLUMNS]
+    if unknown:
+        raise InputError(f"columns: unknown {', '.join(map(repr, unknown))}; allowed: "
+                         f"{', '.join(COLUMNS)}")
+    if "KV peak" in columns and not any(k.startswith(("TTFT", "ITL", "TPOT")) for k in columns):
+        raise InputError("columns: 'KV peak' is shown only beside a latency column (TTFT, ITL "
+                         "or TPOT): a cache's use says nothing alone")
+    cells = {k: COLUMNS[k] for k in columns}
+    head = list(columns)
     if c.goodput:
         attain = next(iter(c.goodput.values())).attainment
-        head = head[:7] + (f"max rps @{attain:.0%}", "per GPU") + head[7:]
-    rows = [head]
-    for o in c.outcomes:
-        m = o.mean
-        verdict = {True: "PASS", False: "FAIL", None: "-"}[o.passed]
-        if o.passed and o.room_to_spare:
-            verdict = "PASS+"
-        cells = (o.design.name, str(o.design.gpus),
-                 f"{_ms(m('ttft_p50'))} / {_ms(m('ttft_p95'))}",
-                 f"{_ms(m('itl_p50'))} / {_ms(m('itl_p95'))}", _ms(m("tpot_p95")),
-                 _ms(m("queue_p95")), f"{m('goodput_rps'):.2f}")
-        if c.goodput:
+        at = (head.index("goodput/s") + 1 if "goodput/s" in head
+              else head.index("in SLO") if "in SLO" in head else len(head))
+        pair = (f"max rps @{attain:.0%}", "per GPU")
+        head[at:at] = pair
+
+        def capacity(o, i):
             g = c.goodput.get(o.design.name)
-            cells += (f"{g.max_rate_rps:.3g}", f"{g.rate_per_gpu:.3g}") if g else ("-", "-")
-        rows.append(cells + (f"{m('slo_attainment'):.1%}", f"{interval(o.kv_peak_share)[0]:.0%}",
-                             f"{interval(o.cost_per_mtok())[0]:.3f}", verdict))
+            return "-" if g is None else f"{(g.max_rate_rps, g.rate_per_gpu)[i]:.3g}"
+
+        cells[pair[0]] = lambda o: capacity(o, 0)
+        cells[pair[1]] = lambda o: capacity(o, 1)
+    head = ["design", *head]
+    rows = [head] + [[o.design.name, *(cells[k](o) for k in head[1:])] for o in c.outcomes]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(r, widths, strict=True)))
