@@ -315,7 +315,7 @@ def folded_answers(lesson: str) -> list[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("lesson", ["01", "03", "04", "12"])
+@pytest.mark.parametrize("lesson", ["00", "01", "03", "04", "12"])
 def test_a_folded_answer_states_what_its_code_prints(lesson):
     """A folded answer is Markdown, which nbval does not run: this runs its code (it stands
     alone, imports and all) and holds the text under it to what it prints."""
