@@ -347,9 +347,10 @@ def _numbers(text: str) -> list[float]:
     return [float(t.replace(",", "")) for t in _NUMBER.findall(text)]
 
 
-def leaks(q: ServingQuestion, text: str) -> bool:
+def leaks(q: ServingQuestion, text: str, numbers: list[float] | None = None) -> bool:
     """Whether ``text`` prints question ``q``'s answer: a number equal to it (a count) or
-    within its tolerance (a figure), or the failing SLO named as failing."""
+    within its tolerance (a figure), or the failing SLO named as failing. ``numbers``: the
+    text's numbers, when the caller has read them already."""
     if q.grading == "slo":
         lower = text.lower()
         if q.answer == "none":
@@ -357,7 +358,7 @@ def leaks(q: ServingQuestion, text: str) -> bool:
         return f"{q.answer.upper()} SLO of" in text or f"{q.answer} fails" in lower
     answer = float(q.answer)
     tol = max(q.rel_tolerance * abs(answer), 0.0)
-    return any(abs(v - answer) <= tol for v in _numbers(text))
+    return any(abs(v - answer) <= tol for v in (_numbers(text) if numbers is None else numbers))
 
 
 # ---------------------------------------------------------------------------- grading
@@ -486,10 +487,14 @@ def _questions(rep: _Replica, facts: tuple[str, ...], r: random.Random):
     usable = [k for k in SERVING_KINDS if posed[k] is not None]
     if any(leaks(posed[k], "\n".join(facts)) for k in usable):
         usable = [k for k in usable if not leaks(posed[k], "\n".join(facts))]
+    numbers = {k: _numbers(text[k]) for k in usable}
+    # whether two questions may share a drill, once per pair (a pair is in many sets)
+    fits = {(a, b): not (SERVING_KINDS[a].clashes(SERVING_KINDS[b])
+                         or leaks(posed[a], text[b], numbers[b])
+                         or leaks(posed[b], text[a], numbers[a]))
+            for a, b in combinations(usable, 2)}
     sets = [ids for ids in combinations(usable, PER_DRILL)
-            if all(not (SERVING_KINDS[a].clashes(SERVING_KINDS[b])
-                        or leaks(posed[a], text[b]) or leaks(posed[b], text[a]))
-                   for a, b in combinations(ids, 2))]
+            if all(fits[a, b] for a, b in combinations(ids, 2))]
     if not sets:
         return None
     return tuple(posed[k] for k in draw_kinds(sets, list(SERVING_KINDS), _DRAW_WEIGHT, r))
