@@ -102,18 +102,19 @@ def _env(tmp_path: Path) -> dict:
     return env
 
 
-@pytest.fixture
-def lab(tmp_path, request):
-    """A headless JupyterLab serving an output-free copy of the lesson (lesson 08, or the
-    path given by indirect parametrization); yields (url, token)."""
-    lesson = getattr(request, "param", LESSON)
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """One headless JupyterLab for the file's lessons (a start costs seconds of both cores),
+    serving output-free copies of lessons 08, 10, 11 and 12; yields (url, token)."""
+    tmp_path = tmp_path_factory.mktemp("lab")
     root = tmp_path / "root" / "notebooks"
     root.mkdir(parents=True)
-    nb = json.loads(lesson.read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    (root / lesson.name).write_text(json.dumps(nb))
+    for lesson in (LESSON, FAULTS, *LATER):
+        nb = json.loads(lesson.read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+        (root / lesson.name).write_text(json.dumps(nb))
     settings = tmp_path / "settings" / "@jupyterlab"
     (settings / "apputils-extension").mkdir(parents=True)
     (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
@@ -136,6 +137,29 @@ def lab(tmp_path, request):
     finally:
         _stop(proc)
         log.close()
+
+
+def _end_sessions(base: str, token: str) -> None:
+    """Shut down every kernel the test started, so the next lesson runs on quiet cores."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=30) as r:
+        sessions = json.loads(r.read())
+    for s in sessions:
+        req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}",
+                                     method="DELETE")
+        urllib.request.urlopen(req, timeout=30).close()
+
+
+@pytest.fixture
+def lab(lab_server, request):
+    """The file's JupyterLab, for lesson 08 or the path given by indirect parametrization
+    (each a fresh page opened with ``?reset``); its kernels end with the test."""
+    base, token = lab_server
+    try:
+        yield base, token
+    finally:
+        _end_sessions(base, token)
 
 
 @pytest.fixture
