@@ -90,8 +90,10 @@ def install_with_uv(pip: list, target: str) -> bool:
     if env.get("PIP_CERT") and not env.get("SSL_CERT_FILE"):   # pip's CA bundle, for uv too
         env["SSL_CERT_FILE"] = env["PIP_CERT"]
     env.setdefault("UV_NATIVE_TLS", "1")                      # the system's certificates
-    return run(PY, "-m", "uv", "pip", "install", "--quiet", "--python", PY, "-e", target,
-               env=env) == 0
+    # --compile-bytecode: as pip does; a sandboxed grading run, which cannot write
+    # __pycache__, would otherwise compile every import from source on every notebook
+    return run(PY, "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode", "--python", PY,
+               "-e", target, env=env) == 0
 
 
 def main(argv: list[str]) -> int:
