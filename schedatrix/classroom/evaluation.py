@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +29,7 @@ from . import answer_free
 from .boundary import BoundaryError, Channel
 from .checker import Session, drive_check
 from .exercises import Check, Exercise
-from .sandbox import Limits, Sandbox
+from .sandbox import Limits, Sandbox, end
 
 __all__ = ["Evaluation", "cell_where", "code_cells", "evaluate", "stopped"]
 
@@ -140,19 +138,6 @@ def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
     return found
 
 
-def _end(process: subprocess.Popen, wait_s: float = 2.0) -> None:
-    """Let the evaluation exit for a moment, then end it and everything it started."""
-    try:
-        process.wait(timeout=wait_s)
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        process.kill()
-    process.wait()
-
-
 def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int = 0,
              deadline: float | None = None) -> Evaluation:
     """Evaluate a parsed notebook of ``exercise`` in ``sandbox``: the grader's verdict.
@@ -176,10 +161,7 @@ def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int
                                 package=package)
         with open(Path(tmp) / "stderr", "w+b") as err:
             try:
-                process = subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd,
-                                           pass_fds=launch.pass_fds, stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=err,
-                                           start_new_session=True)
+                process = launch.start(stderr=err)
             finally:
                 theirs.close()
             channel = Channel.over_socket(mine)
@@ -187,7 +169,7 @@ def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int
                 found = _drive(channel, nb, exercise, limits, deadline)
             finally:
                 channel.close()
-                _end(process)
+                end(process, grace_s=2.0)   # a moment to exit, then the end
                 sandbox.clean_up(slot)
             if found.failure.startswith("the grader's evaluation did not start"):
                 err.seek(0)

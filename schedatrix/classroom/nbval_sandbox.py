@@ -28,7 +28,7 @@ from pathlib import Path
 from .boundary import BoundaryError, Channel
 from .evaluation import cell_where
 from .exercises import Exercise
-from .sandbox import Limits, Sandbox
+from .sandbox import Limits, Sandbox, end
 
 __all__ = ["Run", "run_nbval", "explain", "MAX_CONNECTIONS"]
 
@@ -114,14 +114,6 @@ def _serve(server: socket.socket, process: subprocess.Popen, deadline: float,
                 os.close(pidfd)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """End a sandboxed run and everything it started."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, 9)
-    with contextlib.suppress(ProcessLookupError):
-        process.kill()
-
-
 def run_nbval(data: bytes, exercise: Exercise, sandbox: Sandbox, limits: Limits,
               verdicts: dict[str, dict], slot: int = 0, deadline: float | None = None) -> Run:
     """Run ``pytest --nbval-lax`` on a copy of a notebook in ``sandbox``, answering its check
@@ -157,10 +149,7 @@ def run_nbval(data: bytes, exercise: Exercise, sandbox: Sandbox, limits: Limits,
             launch = sandbox.launch(inner, work, limits, slot, pass_fds=(summary_w,),
                                     files={name: data_fd}, socket_path=sock_path)
             try:
-                process = subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd,
-                                           pass_fds=launch.pass_fds, stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=err,
-                                           start_new_session=True)
+                process = launch.start(stderr=err)
             finally:
                 os.close(summary_w)
             kept: list[bytes] = []
@@ -172,8 +161,7 @@ def run_nbval(data: bytes, exercise: Exercise, sandbox: Sandbox, limits: Limits,
                 if process.poll() is None:
                     run.timed_out = True
             finally:
-                _stop(process)
-                run.exit_code = process.wait()
+                run.exit_code = end(process)
                 sandbox.clean_up(slot)
             reader.join(timeout=10)
             err.seek(0)

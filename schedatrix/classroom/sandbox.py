@@ -100,6 +100,27 @@ class Launch:
     cwd: str
     pass_fds: tuple[int, ...]
 
+    def start(self, stdout=subprocess.DEVNULL, stderr=None, text: bool = False
+              ) -> subprocess.Popen:
+        """Start the run in a session of its own (so :func:`end` reaches all it starts), with
+        nothing on its standard input."""
+        return subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, pass_fds=self.pass_fds,
+                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                text=text, start_new_session=True)
+
+
+def end(process: subprocess.Popen, grace_s: float = 0.0) -> int:
+    """Give a sandboxed run ``grace_s`` to exit, then end it and everything it started;
+    return its exit status."""
+    if grace_s > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+    return process.wait()
+
 
 def _ancestors(path: Path) -> list[str]:
     return [str(p) for p in reversed(path.parents) if str(p) != "/"]
@@ -371,19 +392,14 @@ def _probe_once(sandbox: Sandbox, timeout_s: float) -> str:
             launch = sandbox.launch([sys.executable, "-c", code], work, Limits(), slot=0,
                                     files={"probe.txt": fd})
             try:
-                process = subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd,
-                                           pass_fds=launch.pass_fds, stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                           text=True, start_new_session=True)
+                process = launch.start(stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True)
             except OSError as exc:
                 return f"{kind} did not start: {exc}"
             try:
                 out, err = process.communicate(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.kill()
-                process.wait()
+                end(process)
                 return f"{kind} started no Python within {timeout_s:g} s"
             finally:
                 sandbox.clean_up(0)
