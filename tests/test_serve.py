@@ -110,26 +110,41 @@ def _drive(url: str) -> None:
             browser.close()
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)   # a forced backend breaks the page's figure cells
+    return env
+
+
+def _page(url: str, needle: str, wait_s: float, per_try_s: float) -> str:
+    """The page at ``url`` once it holds ``needle`` (or the last one fetched, after
+    ``wait_s``): Voila answers only once its kernel has run the page."""
+    deadline, page = time.monotonic() + wait_s, ""
+    while time.monotonic() < deadline and needle not in page:
+        try:
+            with urllib.request.urlopen(url, timeout=per_try_s) as r:
+                page = r.read().decode()
+        except OSError:
+            time.sleep(1)
+    return page
+
+
 @pytest.mark.slow
 def test_voila_serves_the_page(tmp_path):
     pytest.importorskip("voila")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ)
-    env.pop("MPLBACKEND", None)
+    port, env = _free_port(), _env()
     proc = subprocess.Popen(serve.voila_command(port, serve.write_page(tmp_path)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline, page = time.monotonic() + 120, ""
-        while time.monotonic() < deadline and "widget-view+json" not in page:
-            try:
-                with urllib.request.urlopen(url, timeout=60) as r:
-                    page = r.read().decode()
-            except OSError:
-                time.sleep(1)
+        page = _page(url, "widget-view+json", 120, 60)
         assert "application/vnd.jupyter.widget-view+json" in page  # Voila ran the app cell
         assert "the fleet-month walkthrough" in page
         _drive(url)
@@ -180,22 +195,12 @@ def test_unknown_page_is_one_clear_error():
 @pytest.mark.slow
 def test_voila_serves_the_design_page(tmp_path):
     pytest.importorskip("voila")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ)
-    env.pop("MPLBACKEND", None)
+    port, env = _free_port(), _env()
     proc = subprocess.Popen(serve.voila_command(port, serve.write_page(tmp_path, "design")),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
     try:
-        deadline, page = time.monotonic() + 120, ""
-        while time.monotonic() < deadline and "widget-view" not in page:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=60) as r:
-                    page = r.read().decode()
-            except OSError:
-                time.sleep(1)
+        page = _page(f"http://127.0.0.1:{port}/", "widget-view", 120, 60)
         assert "which serving design?" in page
         assert "application/vnd.jupyter.widget-view+json" in page
     finally:
@@ -209,22 +214,12 @@ def _start_page(tmp_path):
     """`schedatrix serve --page design` in a process of its own, with the page fetched once
     (so Voila has started a kernel for it): (process, port)."""
     pytest.importorskip("voila")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ)
-    env.pop("MPLBACKEND", None)
+    port, env = _free_port(), _env()
     proc = subprocess.Popen([sys.executable, "-m", "schedatrix", "serve", "--page", "design",
                              "--port", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
                             start_new_session=True)
-    deadline, page = time.monotonic() + 180, ""
-    while time.monotonic() < deadline and "widget-view" not in page:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=90) as r:
-                page = r.read().decode()
-        except OSError:
-            time.sleep(1)
+    page = _page(f"http://127.0.0.1:{port}/", "widget-view", 180, 90)
     assert "widget-view" in page, "the page never came up"
     return proc, port
 
