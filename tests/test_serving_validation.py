@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_in_process
 
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
@@ -237,36 +238,17 @@ def test_goodput_refuses_what_has_no_rate_or_no_slo():
         goodput_capacity(d, _slo_load(), 1.5)
 
 
-class _Done:
-    def __init__(self, returncode, stdout, stderr):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def _cli(*args):
-    """The command line in this process (what `schedatrix ARGS` prints and returns)."""
-    import contextlib
-    import io
-
-    from schedatrix.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as e:          # argparse refusals exit 2
-            code = e.code
-    return _Done(code, out.getvalue(), err.getvalue())
 
 
 def test_serving_capacity_on_the_command_line():
-    done = _cli("serving", "capacity", "--model", "llama-3.2-3b", "--gpu", "h100-80gb",
+    done = run_in_process("serving", "capacity", "--model", "llama-3.2-3b", "--gpu", "h100-80gb",
                 "--rate", "2", "--input-len", "512", "--output-len", "64", "--slo-ttft",
                 "0.5", "--slo-tpot", "0.05", "--requests", "400", "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["max_rate_rps"] > 0 and out["rate_per_gpu"] == out["max_rate_rps"]
     assert out["attainment"] == 0.9 and out["attained"] >= 0.9
-    text = _cli("serving", "capacity", "--model", "llama-3.2-3b", "--rate", "2",
+    text = run_in_process("serving", "capacity", "--model", "llama-3.2-3b", "--rate", "2",
                 "--slo-ttft", "0.5", "--requests", "300")
     assert text.returncode == 0 and "goodput (DistServe)" in text.stdout
 
@@ -283,7 +265,7 @@ def test_serving_capacity_on_the_command_line():
       "--prefill-gpu", "tpu"], "--prefill-gpu"),
 ])
 def test_bad_values_are_refused_in_one_line(args, word):
-    done = _cli(*args)
+    done = run_in_process(*args)
     assert done.returncode == 2 and word in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
@@ -294,8 +276,8 @@ def test_the_flags_and_the_toml_keys_set_the_same_design(tmp_path):
                         'output_len = "32"\n[[designs]]\nmodel = "llama-3.1-8b"\n'
                         'gpu = "h100-80gb"\nprefill_replicas = 1\ndecode_replicas = 1\n'
                         'decode_tp = 2\ncuda_graphs = false\nhost_ms = 3.0\n')
-    from_file = json.loads(_cli("serving", "run", str(scenario), "--json").stdout)
-    from_flags = json.loads(_cli(
+    from_file = json.loads(run_in_process("serving", "run", str(scenario), "--json").stdout)
+    from_flags = json.loads(run_in_process(
         "serving", "run", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--prefill-replicas",
         "1", "--decode-replicas", "1", "--decode-tp", "2", "--cuda-graphs", "off",
         "--host-ms", "3", "--rate", "3", "--requests", "150", "--input-len", "256",
@@ -306,5 +288,5 @@ def test_the_flags_and_the_toml_keys_set_the_same_design(tmp_path):
     assert a["ttft_p50"] == b["ttft_p50"] and a["e2e_p50"] == b["e2e_p50"]
     bad = tmp_path / "bad.toml"
     bad.write_text(scenario.read_text().replace("cuda_graphs = false", 'cuda_graphs = "no"'))
-    done = _cli("serving", "run", str(bad))
+    done = run_in_process("serving", "run", str(bad))
     assert done.returncode == 2 and "cuda_graphs" in done.stderr
