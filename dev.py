@@ -90,8 +90,8 @@ def install_with_uv(pip: list, target: str) -> bool:
     if env.get("PIP_CERT") and not env.get("SSL_CERT_FILE"):   # pip's CA bundle, for uv too
         env["SSL_CERT_FILE"] = env["PIP_CERT"]
     env.setdefault("UV_NATIVE_TLS", "1")                      # the system's certificates
-    # --compile-bytecode: as pip does; a sandboxed grading run, which cannot write
-    # __pycache__, would otherwise compile every import from source on every notebook
+    # --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (or a sandboxed
+    # grading run cannot write), every process would compile every import from source
     return run(PY, "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode", "--python", PY,
                "-e", target, env=env) == 0
 
