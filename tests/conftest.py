@@ -11,6 +11,8 @@ subprocess tests.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,15 @@ def run_in_process(*args: str, cwd: Path = ROOT) -> Done:
         except SystemExit as e:          # argparse's refusals exit through SystemExit
             code = e.code if isinstance(e.code, int) else 1
     return Done(code, out.getvalue(), err.getvalue())
+
+
+@functools.cache
+def dev_module():
+    """The repository's dev.py, loaded as a module (it is a script, not on the path)."""
+    spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

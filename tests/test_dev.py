@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import secrets
@@ -14,11 +13,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import dev_module
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
-dev = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dev)
+dev = dev_module()
 
 #: Folders the lessons send a learner to.
 COURSE_FOLDERS = ("notebooks", "exercises", "solutions", "docs")

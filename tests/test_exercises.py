@@ -225,11 +225,9 @@ def test_every_solution_passes_its_checks_under_the_suites_nbval():
     compares every output with the stored one. (This test ran them a third time, outputs
     cleared, under --nbval-lax: three minutes of CI on 2 cores for no new check.) Here: that
     the suite does run them so, and that what nbval compares against is a pass."""
-    import importlib.util
+    from conftest import dev_module
 
-    spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
-    dev = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dev)
+    dev = dev_module()
     assert {"solutions", "--nbval"} <= set(dev.TEST_ARGS)
     assert {"solutions", "--nbval"} <= set(dev.NBVAL_AGAIN)
     for name in NAMES:
