@@ -1,8 +1,8 @@
 """Shared test helpers.
 
-``cli`` runs the command line in the test's own process: what ``schedatrix ARGS`` prints and
-the exit status it returns, without a Python start and a package import per case (about 1.5 s
-each on a quiet 2-core machine, ten times that under load). An exception escaping ``main``
+``run_in_process`` runs the command line in the test's own process: what ``schedatrix ARGS``
+prints and the exit status it returns, without a Python start and a package import per case
+(about 1.5 s each on a quiet 2-core machine, ten times that under load). An exception escaping ``main``
 fails the test, as a traceback would fail a user. What only a real process shows (the console
 script, the exit code the interpreter hands back, signals, threads alive at exit) keeps its
 subprocess tests.
@@ -16,8 +16,6 @@ import importlib.util
 import io
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +48,3 @@ def dev_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture
-def cli():
-    return run_in_process

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_in_process
 
 from schedatrix.cli import main
 
@@ -95,8 +96,8 @@ def test_console_script_and_module_agree():
         ([], "required: COMMAND"),
     ],
 )
-def test_bad_input_exits_2_with_one_line_and_no_traceback(args, words, cli):
-    r = cli(*args)
+def test_bad_input_exits_2_with_one_line_and_no_traceback(args, words):
+    r = run_in_process(*args)
     assert r.returncode == 2
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
