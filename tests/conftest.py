@@ -2,10 +2,10 @@
 
 ``run_in_process`` runs the command line in the test's own process: what ``schedatrix ARGS``
 prints and the exit status it returns, without a Python start and a package import per case
-(about 1.5 s each on a quiet 2-core machine, ten times that under load). An exception escaping ``main``
-fails the test, as a traceback would fail a user. What only a real process shows (the console
-script, the exit code the interpreter hands back, signals, threads alive at exit) keeps its
-subprocess tests.
+(about 1.5 s each on a quiet 2-core machine, ten times that under load). An exception escaping
+``main`` fails the test, as a traceback would fail a user. What only a real process shows (the
+console script, the exit code the interpreter hands back, signals, threads alive at exit) keeps
+its subprocess tests.
 """
 
 from __future__ import annotations
