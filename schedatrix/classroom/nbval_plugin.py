@@ -6,7 +6,9 @@ kernels nbval starts inherit (``SCHEDATRIX_CHECKER``); for a notebook named afte
 exercise, it fails the notebook's first cell when the template is broken (a check cell
 changed, removed, retagged or moved) and fails a check cell that did not reach this checker
 or did not pass it, whatever the kernel printed. Other notebooks (other names, and lessons
-that share an exercise's name: no exercise mark, no check cell) are left to nbval.
+that share an exercise's name: no exercise mark, no check cell) are left to nbval. Every
+notebook's kernel is started patiently (:mod:`.kernel_start`): one that never answers is
+replaced by a fresh one.
 
 Under ``schedatrix grade`` this plugin is not loaded (the sandboxed pytest loads nbval alone):
 the grader decides from its own evaluation and only tells the check cells its verdicts.
@@ -32,6 +34,7 @@ import pytest
 from .boundary import CHECKER_ENV, Channel
 from .checker import Session, run_session
 from .exercises import exercise_of, is_exercise_notebook, template_problem
+from .kernel_start import install as start_kernels_patiently
 
 _WAIT_S = 5.0
 
@@ -84,6 +87,7 @@ def pytest_configure(config) -> None:
     option = config.option
     if not (getattr(option, "nbval", False) or getattr(option, "nbval_lax", False)):
         return
+    start_kernels_patiently()
     if _checker is not None:
         return
     _checker = _Checker()
