@@ -8,7 +8,9 @@ before). nbval starts one kernel per notebook and gives up on the first failure.
 kernel that does not come up within nbval's startup timeout is shut down and a fresh one
 started, up to :data:`ATTEMPTS` starts in all; each retry is reported as a warning, so it
 shows in pytest's summary, and a kernel that never comes up still fails the notebook, with
-the number of starts tried.
+the number of starts tried. (nbval shuts down a kernel that timed out or died; one whose
+IOPub never came up after it answered is left to end with the pytest process, as ipykernel
+does when its parent exits.)
 
 Standard library only, and no import from the package: the grading sandbox's runner
 (``nbval_run.py``, run by path) imports it as a sibling module, the classroom's pytest plugin
