@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import InputError
+from ...traces.threads import cores
 from .grid import Grid, Task
 from .outcome_json import design_json
 
@@ -45,11 +45,8 @@ _SKIP = {"name", "runs", "intervals"}
 
 
 def default_workers() -> int:
-    """CPUs this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:          # not on Linux
-        return max(1, os.cpu_count() or 1)
+    """One worker for each CPU this process may use."""
+    return cores()
 
 
 def ray_available() -> bool:
