@@ -5,7 +5,8 @@ prints and the exit status it returns, without a Python start and a package impo
 (about 1.5 s each on a quiet 2-core machine, ten times that under load). An exception escaping
 ``main`` fails the test, as a traceback would fail a user. What only a real process shows (the
 console script, the exit code the interpreter hands back, signals, threads alive at exit) keeps
-its subprocess tests.
+its subprocess tests. ``isolated_pytest`` runs pytest in a folder of its own, free of this
+repository's pytest settings.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import contextlib
 import functools
 import importlib.util
 import io
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,3 +51,15 @@ def dev_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def isolated_pytest(cwd: Path, *args: str, env: dict | None = None,
+                    timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m pytest -q ARGS`` in ``cwd`` with an empty ``pytest.ini`` of its own there
+    (so this repository's settings and rootdir stay out), output captured."""
+    ini = cwd / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(ini),
+         "--rootdir", str(cwd), *map(str, args)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

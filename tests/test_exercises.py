@@ -8,11 +8,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import isolated_pytest
 
 from schedatrix.classroom.release import (
     BEGIN,
@@ -38,13 +38,7 @@ NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months", "05_month"
 
 def _nbval_lax(*paths: Path, cwd: Path) -> subprocess.CompletedProcess:
     """Run ``pytest --nbval-lax`` on notebooks, isolated from this repo's pytest settings."""
-    ini = cwd / "pytest.ini"
-    ini.write_text("[pytest]\n")
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider",
-         "-c", str(ini), "--rootdir", str(cwd), *map(str, paths)],
-        cwd=cwd, capture_output=True, text=True, timeout=600,
-    )
+    return isolated_pytest(cwd, "--nbval-lax", *paths)
 
 
 def _fill(src: Path, dst: Path, bodies: list[str]) -> None:

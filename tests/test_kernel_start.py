@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import isolated_pytest
 
 from schedatrix.classroom.kernel_start import ATTEMPTS, KernelRestarted, patient
 
@@ -90,13 +91,10 @@ def _nbval(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="4\n")]
     nb.cells = [cell]
     nbformat.write(nb, tmp_path / "four.ipynb")
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, "JUPYTER_PATH": str(tmp_path), "HANG_MARKER": str(tmp_path / "hung")}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-kernel-name=hangs-once",
-         "--nbval-kernel-startup-timeout=5", "-q", "-p", "no:cacheprovider", "-c",
-         str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), *extra, "four.ipynb"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return isolated_pytest(tmp_path, "--nbval", "--nbval-kernel-name=hangs-once",
+                           "--nbval-kernel-startup-timeout=5", *extra, "four.ipynb", env=env,
+                           timeout=300)
 
 
 @pytest.mark.slow
