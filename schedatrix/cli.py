@@ -16,7 +16,6 @@ from .errors import InputError
 from .fleet.cards import CARD_CLASSES
 from .fleet.explain import money, pct, rate
 from .fleet.month import Month, simulate
-from .fleet.odds import check_odds
 from .fleet.plan import Plan
 from .fleet.presets import PRESETS, preset
 from .fleet.run_set import SHAPES
@@ -194,6 +193,8 @@ def share(x: float) -> str:
 
 
 def _cmd_odds(args) -> int:
+    from .fleet.odds import check_odds  # scipy: loaded by the one command that needs it
+
     plan = plan_from_args(args)
     odds = check_odds(plan, months=args.months, seed=args.from_seed)  # a bar when long
     if args.json:

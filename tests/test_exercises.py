@@ -223,7 +223,7 @@ def test_every_solution_passes_its_checks_under_the_suites_nbval():
 
     dev = dev_module()
     assert {"solutions", "--nbval"} <= set(dev.TEST_ARGS)
-    assert {"solutions", "--nbval"} <= set(dev.NBVAL_AGAIN)
+    assert "tests.nbval_twice" in dev.TEST_ARGS     # and each a second time (test_nbval_twice)
     for name in NAMES:
         nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
         checks = [c for c in nb.cells if "nbval-check-output" in c.metadata.get("tags", [])]
@@ -369,24 +369,29 @@ def graded(tmp_path_factory, sandbox):
         "get_ipython().input_transformers_post.append(forge)"])
     student("tag_raises", wrong, check_tags=["nbval-check-output", "raises-exception"])
     student("tag_skip", wrong, check_tags=["nbval-check-output", "nbval-skip"])
-    student("forges_report", wrong, before_check=[
-        "import os, signal, json\n"
-        "fake = json.dumps({'exit': 0, 'ran': 3, 'failures': []})\n"
-        "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
-        "    try:\n"
-        "        args = open(f'/proc/{pid}/cmdline').read().split('\\0')\n"
-        "    except OSError:\n"
-        "        continue\n"
-        "    for arg in args:\n"
-        "        if arg.startswith('--junitxml='):\n"
-        "            open(arg.split('=', 1)[1], 'w').write('<testsuite/>')\n"
-        "    for fd in os.listdir(f'/proc/{pid}/fd') if os.access(f'/proc/{pid}/fd', 4) else []:\n"
-        "        try:\n"
-        "            with open(f'/proc/{pid}/fd/{fd}', 'w') as out:\n"
-        "                out.write(fake)\n"
-        "        except OSError:\n"
-        "            pass\n"
-        "os.kill(os.getppid(), signal.SIGKILL)"])
+    # unsandboxed (--sandbox none, where no sandbox runs), this one would write its forgery
+    # into every file the suite's processes hold open (fonts, kernels' databases) and kill its
+    # parent, a pytest worker: it is graded only where a sandbox holds it
+    if sandbox.kind != "none":
+        student("forges_report", wrong, before_check=[
+            "import os, signal, json\n"
+            "fake = json.dumps({'exit': 0, 'ran': 3, 'failures': []})\n"
+            "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+            "    try:\n"
+            "        args = open(f'/proc/{pid}/cmdline').read().split('\\0')\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    for arg in args:\n"
+            "        if arg.startswith('--junitxml='):\n"
+            "            open(arg.split('=', 1)[1], 'w').write('<testsuite/>')\n"
+            "    fds = f'/proc/{pid}/fd'\n"
+            "    for fd in os.listdir(fds) if os.access(fds, 4) else []:\n"
+            "        try:\n"
+            "            with open(f'/proc/{pid}/fd/{fd}', 'w') as out:\n"
+            "                out.write(fake)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "os.kill(os.getppid(), signal.SIGKILL)"])
     student("plan_subclass", exercise="04_famous_months", bodies=[
         'if "0" not in month.signature:\n    return None, None\n'
         'failing = ("capacity", "convergence", "evictions")[month.signature.index("0")]\n'
@@ -540,7 +545,9 @@ def test_honest_students_get_the_grade_and_the_message_they_earned(graded):
     ("forges_session", "divide by a million"),
     ("switches_off_refusal", "called schedatrix.score, the library's own answer"),
 ])
-def test_each_way_to_cheat_fails(graded, student, says):
+def test_each_way_to_cheat_fails(graded, sandbox, student, says):
+    if student == "forges_report" and sandbox.kind == "none":
+        pytest.skip("no sandbox here: a forger of other processes' files is not run unheld")
     grade = _grade(graded, student)
     assert not grade.passed
     assert re.search(says, grade.failure), grade.failure

@@ -13,14 +13,34 @@ report (Markdown, PNG, JSON), cluster (Ray), cli (``schedatrix audit``), synth (
 traces), explorer (widgets).
 """
 
-from ..traces.reader import peek_trace, read_trace
-from .audit import Audit, PoolAudit, Settings, audit_files, run_audit
-from .note import FleetNote, PoolConfig, load_note, parse_note
-from .report import markdown, plot_bill, plot_demand, plot_replicas, to_json, verdict, write_report
-from .synth import packaged_hour
-from .tally import Tally, tally_traces
+import importlib
+
+#: Each public name -> the module that defines it, imported on first use, so that a part of
+#: the audit (the command line's parser, the note reader) loads without the report's
+#: matplotlib or the readers' pyarrow.
+_HOME = {"read_trace": "..traces.reader", "peek_trace": "..traces.reader",
+         "Audit": ".audit", "PoolAudit": ".audit", "Settings": ".audit",
+         "audit_files": ".audit", "run_audit": ".audit",
+         "FleetNote": ".note", "PoolConfig": ".note", "load_note": ".note", "parse_note": ".note",
+         "markdown": ".report", "plot_bill": ".report", "plot_demand": ".report",
+         "plot_replicas": ".report", "to_json": ".report", "verdict": ".report",
+         "write_report": ".report", "packaged_hour": ".synth", "Tally": ".tally",
+         "tally_traces": ".tally"}
 
 __all__ = ["Audit", "PoolAudit", "Settings", "audit_files", "run_audit", "FleetNote",
            "PoolConfig", "load_note", "parse_note", "markdown", "plot_bill", "plot_demand",
            "plot_replicas", "to_json", "verdict", "write_report", "packaged_hour", "Tally",
            "tally_traces", "read_trace", "peek_trace"]
+
+
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

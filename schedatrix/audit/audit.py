@@ -20,16 +20,13 @@ from ..traces.convert import MAX_TOKENS
 from .capacity import CAPACITY_MODES, derive_capacity
 from .needs import PoolSizing, size_pool
 from .note import MAX_REPLICA_RPS, MIN_REPLICA_RPS, FleetNote, PoolConfig
-from .routing import RoutingWhatIf, route
+from .routing import DEFAULT_ROUTE_BELOW, RoutingWhatIf, route
 from .sparse import group
 from .tally import LengthSample, Tally, row_of, tally_traces
 from .window import DEFAULT_GAP_S, Window, make_window
 
 __all__ = ["Settings", "Percentiles", "LatencyCheck", "ReplicaRate", "PoolAudit", "Audit",
            "run_audit", "audit_files", "DEFAULT_ROUTE_BELOW"]
-
-#: The routing what-if's default threshold, in input tokens.
-DEFAULT_ROUTE_BELOW = 1000
 
 
 @dataclass(frozen=True)

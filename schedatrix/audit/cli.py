@@ -10,12 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from ..errors import InputError
-from .audit import DEFAULT_ROUTE_BELOW, Settings, audit_files
-from .note import load_note
-from .report import json_text, prepare_out, verdict, write_report
+from .routing import DEFAULT_ROUTE_BELOW
 from .window import DEFAULT_GAP_S
 
 __all__ = ["add_audit_parser", "run"]
@@ -89,6 +85,14 @@ def _headroom(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit from parsed arguments; return the exit status."""
+    # here, not at the top: every `schedatrix` command builds this parser, and only the audit
+    # needs the readers and the report's matplotlib (seconds of a command's start)
+    from tqdm import tqdm
+
+    from .audit import Settings, audit_files
+    from .note import load_note
+    from .report import json_text, prepare_out, verdict, write_report
+
     note = load_note(args.note)
     traces = [Path(t) for t in args.traces]
     pools: dict[Path, str] = {}

@@ -15,7 +15,10 @@ import numpy as np
 from .needs import PoolSizing, size_pool
 from .note import PoolConfig
 
-__all__ = ["RoutingWhatIf", "route"]
+__all__ = ["RoutingWhatIf", "route", "DEFAULT_ROUTE_BELOW"]
+
+#: The routing what-if's default threshold, in input tokens.
+DEFAULT_ROUTE_BELOW = 1000
 
 
 @dataclass(frozen=True)

@@ -128,12 +128,12 @@ def accept(designs: list[Design], make_requests: Callable[[int], Requests],
     fc = fault_criteria or FaultCriteria()
     out = []
     for d in designs:
-        o = evaluate(d, make_requests, runs, seed, criteria, implementation, on_run)
+        bases: list = []     # the runs without faults: each is its fault run's baseline
+        o = evaluate(d, make_requests, runs, seed, criteria, implementation, on_run, bases)
         a = Accepted(o, tuple(faults), fc)
         if faults:
-            for k in range(len(o.runs)):
-                req = make_requests(seed + k)
-                base = simulate(req, d, implementation)
+            for k, base in enumerate(bases):
+                req = base.requests
                 run = simulate(req, d, implementation, faults, resilience)
                 a.with_faults.append(figures(run))
                 a.fault_figures.append(fault_figures(run, base, fc.window_s, fc.tolerance,

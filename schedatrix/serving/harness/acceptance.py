@@ -190,9 +190,12 @@ def _count(x: float) -> str:
 
 def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int = 1,
              seed: int = 0, criteria: Criteria | None = None, implementation: str = "fast",
-             on_run: Callable[[], None] | None = None) -> Outcome:
+             on_run: Callable[[], None] | None = None,
+             keep: list[Run] | None = None) -> Outcome:
     """Run ``design`` on ``make_requests(seed + k)`` for k in range(runs). A replayed trace
-    is the same every run, so it is run once (the outcome says it is deterministic)."""
+    is the same every run, so it is run once (the outcome says it is deterministic). Each
+    run is appended to ``keep`` when one is given (a caller that needs the runs themselves,
+    not only their figures, so it need not simulate them again)."""
     runs = check_int("runs", runs, 1, 10_000)
     criteria = criteria or Criteria()
     first = make_requests(seed)
@@ -204,6 +207,8 @@ def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int
         req = first if k == 0 else make_requests(seed + k)
         run = simulate(req, design, implementation)
         _add(out, run)
+        if keep is not None:
+            keep.append(run)
         if k == 0:
             out.series = time_series(run)
         if on_run is not None:
