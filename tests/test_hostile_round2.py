@@ -229,12 +229,12 @@ def test_the_packaged_hour_audits_under_ulimit_v_of_1_5_gb(tmp_path):
 
 def test_an_allocation_failure_is_one_line_saying_what_was_needed(tmp_path, capsys,
                                                                  monkeypatch):
-    import schedatrix.audit.cli as audit_cli
+    import schedatrix.audit.audit as audit_module  # the command imports it when it runs
 
     def too_big(*_a, **_k):
         return np.empty(2**45, dtype=np.int64)          # 256 TiB: numpy refuses it
 
-    monkeypatch.setattr(audit_cli, "audit_files", too_big)
+    monkeypatch.setattr(audit_module, "audit_files", too_big)
     f = tmp_path / "t.csv"
     f.write_text(f"{HEAD}\n1,small,10,5\n")
     err = refused(capsys, "audit", NOTE, f, "--out", tmp_path / "rep", "--quiet")

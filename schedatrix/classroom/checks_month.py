@@ -23,7 +23,6 @@ from dataclasses import asdict
 from functools import cache
 
 import numpy as np
-from scipy import stats
 
 from ..fleet.cards import CARD_CLASSES
 from ..fleet.checks import (
@@ -330,6 +329,8 @@ def check_window(measured_rate: Callable) -> str:
 
 
 def _wilson(successes: int, trials: int, z: float) -> tuple[float, float]:
+    from scipy import stats  # here: importing scipy costs a second a process
+
     confidence = 2 * stats.norm.cdf(z) - 1
     ci = stats.binomtest(successes, trials).proportion_ci(confidence, method="wilson")
     return float(ci.low), float(ci.high)

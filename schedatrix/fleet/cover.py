@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ..errors import InputError
 from .cards import card_class
@@ -150,6 +149,8 @@ def cheapest_cover(rates_tok_s, rents, target_tok_s: float) -> Cover:
     NP-hard in general (it is a knapsack); branch and bound solves pools of a few hundred
     cards in milliseconds. If no set covers the target, every card runs.
     """
+    from scipy.optimize import Bounds, LinearConstraint, milp  # here: scipy costs a second
+
     rates, rent = _arrays(rates_tok_s, rents, target_tok_s)
     if rates.sum() < target_tok_s:
         return _cover("cheapest (milp)", range(rates.size), rates, rent, target_tok_s)

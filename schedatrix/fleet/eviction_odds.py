@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize, stats
 
 from ..errors import InputError
 from .cards import CardClass, card_class
@@ -74,6 +73,8 @@ def _kinks(m: float, lo: float, hi: float, hours: float, dip_depth: float) -> li
 
 def _integral(m: float, lo: float, hi: float, hours: float, dip_depth: float) -> float:
     """The integral of P(M <= m | T = t) over t from lo to hi."""
+    from scipy import integrate  # here: importing scipy costs a second a process
+
     value, _ = integrate.quad(lambda t: float(ratio_cdf(m / t, hours, dip_depth)), lo, hi,
                               points=_kinks(m, lo, hi, hours, dip_depth) or None, limit=200)
     return value
@@ -105,6 +106,8 @@ class ClosedForm:
 
 def closed_form(plan: Plan) -> ClosedForm:
     """Chance the eviction check fails for ``plan``'s class, pool size, window and share."""
+    from scipy import optimize, stats  # here: importing scipy costs a second a process
+
     cls = card_class(plan.card_class)
     if cls.bad_chance >= 0.5:
         raise InputError(f"closed form needs bad_chance < 0.5, got {cls.bad_chance!r}")

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 from tqdm.auto import tqdm
 
 from ..errors import InputError
@@ -118,6 +117,8 @@ def check_odds(plan: Plan, months: int = 2_000, seed: int = 0, confidence: float
     Memory stays under ``ODDS_MEMORY_CAP`` (64 MiB of arrays) whatever the card count and
     months: the engine's own work arrays do not grow with the months it is given.
     """
+    from scipy.stats import binomtest  # here: importing scipy costs a second a process
+
     months = whole_number("months", months, low=1)
     _not_too_long(plan, months)
     seed = whole_number("seed", seed, low=0, high=MAX_SEED - months + 1,

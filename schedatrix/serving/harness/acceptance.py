@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from ...errors import InputError
 from ..cluster.deployment import Design
@@ -53,6 +52,8 @@ def interval(values) -> tuple[float, float, float]:
     m = float(x.mean())
     if len(x) < 2:
         return (m, m, m)
+    from scipy import stats  # here, past one run: importing scipy costs a second a process
+
     half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
     return (m, m - half, m + half)
 

@@ -29,7 +29,6 @@ one dict of :class:`~schedatrix.serving.perf.kernels.Efficiency` fields per cata
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from .catalog import GPUS, INTER_NODE_GB_S
 from .kernels import (
@@ -68,6 +67,8 @@ def _weights(groups: list[np.ndarray], x: np.ndarray) -> np.ndarray:
 
 
 def _fit(residual, x0, lower, upper) -> np.ndarray:
+    from scipy.optimize import least_squares  # here: importing scipy costs a second a process
+
     return least_squares(residual, x0, bounds=(lower, upper), x_scale="jac").x
 
 

@@ -65,7 +65,9 @@ class _View:
         return es[0] if len(es) == 1 else min(es, key=lambda e: e.unfinished())
 
     def outstanding_tokens(self, t):
-        return sum(e.outstanding_tokens(t) for e in self.engines)
+        es = self.engines       # one engine but for pipelines: asked on every arrival
+        return es[0].outstanding_tokens(t) if len(es) == 1 else \
+            sum(e.outstanding_tokens(t) for e in es)
 
     def prefix_hit_tokens(self, hashes, prompt_tokens, t):
         return self.target().prefix_hit_tokens(hashes, prompt_tokens, t)
