@@ -116,13 +116,6 @@ def main(argv: list[str]) -> int:
     env.pop("MPLBACKEND", None)  # a forced backend breaks stored figure cells (nbval)
     if job == "test":
         precompile()
-        # pytest rewrites the asserts of every test module and of the package (its plugin
-        # makes it a pytest plugin) when it imports them, and keeps the result in
-        # __pycache__ unless PYTHONDONTWRITEBYTECODE is set, as it is on this project's
-        # machines: then each of the suite's pytest processes (the workers, every graded
-        # notebook's runner, the tests that run pytest) rewrote them again, about a second
-        # each. The suite keeps them (git-ignored, like the package's own bytecode).
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
         return run(PY, *TEST_ARGS, *rest, env=env)
     if job == "course":
         as_root = hasattr(os, "geteuid") and os.geteuid() == 0
