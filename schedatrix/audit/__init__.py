@@ -27,10 +27,7 @@ _HOME = {"read_trace": "..traces.reader", "peek_trace": "..traces.reader",
          "write_report": ".report", "packaged_hour": ".synth", "Tally": ".tally",
          "tally_traces": ".tally"}
 
-__all__ = ["Audit", "PoolAudit", "Settings", "audit_files", "run_audit", "FleetNote",
-           "PoolConfig", "load_note", "parse_note", "markdown", "plot_bill", "plot_demand",
-           "plot_replicas", "to_json", "verdict", "write_report", "packaged_hour", "Tally",
-           "tally_traces", "read_trace", "peek_trace"]
+__all__ = list(_HOME)
 
 
 def __getattr__(name: str):
