@@ -53,13 +53,29 @@ def dev_module():
     return module
 
 
-def isolated_pytest(cwd: Path, *args: str, env: dict | None = None,
-                    timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python -m pytest -q ARGS`` in ``cwd`` with an empty ``pytest.ini`` of its own there
-    (so this repository's settings and rootdir stay out), output captured."""
+def isolated_pytest_start(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    """``python -m pytest -q ARGS`` started in ``cwd`` with an empty ``pytest.ini`` of its own
+    there (so this repository's settings and rootdir stay out), output piped as text."""
     ini = cwd / "pytest.ini"
     ini.write_text("[pytest]\n")
-    return subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(ini),
          "--rootdir", str(cwd), *map(str, args)],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finished(proc: subprocess.Popen, timeout: float = 600) -> subprocess.CompletedProcess:
+    """What a started process printed and returned (killed past ``timeout`` seconds)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def isolated_pytest(cwd: Path, *args: str, env: dict | None = None,
+                    timeout: float = 600) -> subprocess.CompletedProcess:
+    """:func:`isolated_pytest_start`, waited for: output captured."""
+    return finished(isolated_pytest_start(cwd, *args, env=env), timeout)

@@ -302,12 +302,14 @@ def test_answers_agree_with_the_library(many):
 # ---------------------------------------------------------------------------- grading
 
 
-def _with(kind, start=0):
-    return next(d for d in drill_set(start, 200) if kind in [q.id for q in d.questions])
+def _with(many, kind):
+    """The first of drills 0..199 that asks ``kind`` (taken from the module's drills: building
+    a drill simulates its month)."""
+    return next(d for d in many[:200] if kind in [q.id for q in d.questions])
 
 
-def test_money_with_tolerance_and_formats():
-    d = _with("bill")
+def test_money_with_tolerance_and_formats(many):
+    d = _with(many, "bill")
     bill = d.question("bill").answer
     assert d.check("bill", bill)[0]
     assert d.check("bill", f"${bill:,.0f}")[0]
@@ -319,20 +321,20 @@ def test_money_with_tolerance_and_formats():
     assert not d.check("bill", "")[0]
 
 
-def test_score_three_decimals_and_counts_exact():
-    d = _with("score")
+def test_score_three_decimals_and_counts_exact(many):
+    d = _with(many, "score")
     value = d.question("score").answer
     assert d.check("score", f"{value:.3f}")[0]
     ok, feedback = d.check("score", value * 1.01 + 0.01)
     assert not ok and "2,628,000" in feedback
-    d = _with("evictions")
+    d = _with(many, "evictions")
     n = d.question("evictions").answer
     assert d.check("evictions", str(n))[0] and d.check("evictions", f"{n} cards")[0]
     assert "too high" in d.check("evictions", n + 1)[1]
 
 
-def test_percent_accepts_a_percent_or_a_fraction():
-    d = _with("convergence")
+def test_percent_accepts_a_percent_or_a_fraction(many):
+    d = _with(many, "convergence")
     value = d.question("convergence").answer
     assert d.check("convergence", f"{value:.1f}%")[0]
     assert d.check("convergence", f"{value:.1f}")[0]
@@ -340,8 +342,8 @@ def test_percent_accepts_a_percent_or_a_fraction():
     assert not d.check("convergence", f"{value + 1:.1f}%")[0]
 
 
-def test_yes_no():
-    d = _with("median_test")
+def test_yes_no(many):
+    d = _with(many, "median_test")
     right = "yes" if d.question("median_test").answer else "no"
     wrong = "no" if right == "yes" else "yes"
     assert d.check("median_test", right)[0] and d.check("median_test", right.upper())[0]
@@ -349,9 +351,9 @@ def test_yes_no():
     assert "yes or no" in d.check("median_test", "maybe")[1]
 
 
-def test_failing_check_wants_the_check_and_a_knob_that_repairs_it():
+def test_failing_check_wants_the_check_and_a_knob_that_repairs_it(many):
     by_answer = {}
-    for d in drill_set(0, 200):
+    for d in many[:200]:
         if "failing_check" in [q.id for q in d.questions]:
             by_answer.setdefault(d.question("failing_check").answer, d)
     assert set(by_answer) == {"none", "capacity", "convergence", "evictions"}
@@ -369,8 +371,8 @@ def test_failing_check_wants_the_check_and_a_knob_that_repairs_it():
     assert not clean.check("failing_check", "evictions, window")[0]
 
 
-def test_signature_reading_takes_the_incident_by_name():
-    d = _with("signature_reading")
+def test_signature_reading_takes_the_incident_by_name(many):
+    d = _with(many, "signature_reading")
     name = d.question("signature_reading").answer
     assert d.check("signature_reading", name.upper())[0]
     others = {"clean", "golden idler", "noise evictor", "shortfall"} - {name}

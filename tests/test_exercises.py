@@ -206,11 +206,30 @@ def test_make_exercises_command_check_mode(tmp_path, capsys):
 # ----------------------------------------------------------------------------- nbval grading
 
 
-def test_every_exercise_fails_untouched(tmp_path):
-    untouched = [shutil.copy(EXERCISES / f"{n}.ipynb", tmp_path / f"{n}.ipynb") for n in NAMES]
-    result = _nbval_lax(*map(Path, untouched), cwd=tmp_path)
+#: The class's students whose 01_score `pytest --nbval-lax` runs beside the untouched exercises
+#: (Bob's notebook is the untouched 01_score itself, byte for byte: its run stands for his).
+LAX_STUDENTS = ["alice", "carol", "erin", "dave", "replaces_check", "custom_exc",
+                "showtraceback", "tag_raises", "tag_skip", "calls_library"]
+
+
+@pytest.fixture(scope="module")
+def lax(graded):
+    """One `pytest --nbval-lax` session (with the package's plugin, each notebook in a kernel
+    of its own) over every untouched exercise and the LAX_STUDENTS' 01_score: its stdout."""
+    _, paths = graded
+    untouched = paths["tmp"] / "untouched"
+    untouched.mkdir()
+    for name in NAMES:
+        shutil.copy(EXERCISES / f"{name}.ipynb", untouched / f"{name}.ipynb")
+    subs = paths["alice"].parents[1]
+    return _nbval_lax(*(untouched / f"{name}.ipynb" for name in NAMES),
+                      *(subs / s / "01_score.ipynb" for s in LAX_STUDENTS),
+                      cwd=paths["tmp"]).stdout
+
+
+def test_every_exercise_fails_untouched(lax):
     for name in NAMES:  # every notebook fails, not just one of them
-        assert f"FAILED {name}.ipynb::Cell" in result.stdout, result.stdout[-3000:]
+        assert f"FAILED untouched/{name}.ipynb::Cell" in lax, lax[-3000:]
 
 
 def test_every_solution_passes_its_checks_under_the_suites_nbval():
@@ -659,23 +678,26 @@ def test_copies_and_library_calls_are_noted(graded):
     assert _grade(graded, "alice").note == ""
 
 
-def test_plain_nbval_and_the_grade_agree(graded):
+def test_plain_nbval_and_the_grade_agree(graded, lax):
     """`pytest --nbval-lax` (with the package's plugin) fails what the grade fails: honest
     wrong answers, and the tricks played inside the kernel or on the check cell's tags."""
     _, paths = graded
     subs = paths["alice"].parents[1]
-    students = ["alice", "bob", "carol", "erin", "dave", "replaces_check", "custom_exc",
-                "showtraceback", "tag_raises", "tag_skip", "calls_library"]
-    result = _nbval_lax(*(subs / s / "01_score.ipynb" for s in students), cwd=paths["tmp"])
-    for name in students:
-        failed = any(line.startswith(("FAILED", "ERROR")) and f"{name}/01_score.ipynb::" in line
-                     for line in result.stdout.splitlines())
-        assert failed == (not _grade(graded, name).passed), (name, result.stdout[-3000:])
-    assert "divide by a million" in result.stdout
-    assert "never reached the checker" in result.stdout
+    assert (subs / "bob" / "01_score.ipynb").read_bytes() == \
+        (EXERCISES / "01_score.ipynb").read_bytes()
+    where = {name: f"submissions/{name}/01_score.ipynb::" for name in LAX_STUDENTS}
+    where["bob"] = "untouched/01_score.ipynb::"
+    for name, node in where.items():
+        failed = any(line.startswith(("FAILED", "ERROR")) and node in line
+                     for line in lax.splitlines())
+        assert failed == (not _grade(graded, name).passed), (name, lax[-3000:])
+    assert "divide by a million" in lax
+    assert "never reached the checker" in lax
 
 
-def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, monkeypatch):
+def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeypatch):
+    """Alice's and Carol's notebooks graded on Ray get the rows the class's local grading gave
+    them (the same bytes, limits and solutions)."""
     pytest.importorskip("ray", reason="Ray is the optional 'cluster' extra")
     # the local node's raylet waits 30 s for its agent by default: too short on a busy 2-core box
     monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")
@@ -684,9 +706,11 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, monkeypatch):
     from schedatrix.classroom.grade_folder import grade_folder
     from schedatrix.classroom.sandbox import Limits
 
-    _fill(EXERCISES / "01_score.ipynb", tmp_path / "alice" / "01_score.ipynb", [RIGHT_SCORE])
-    _fill(EXERCISES / "01_score.ipynb", tmp_path / "carol" / "01_score.ipynb", [WRONG_SCORE])
-    limits = Limits(notebook_timeout_s=180)
+    subs = graded[1]["alice"].parents[1]
+    for name in ("alice", "carol"):
+        (tmp_path / name).mkdir()
+        shutil.copy(subs / name / "01_score.ipynb", tmp_path / name / "01_score.ipynb")
+    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)   # as the class's
     for attempt in (1, 2):  # Ray gives a local node 30 s to start, which a busy machine misses
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -696,12 +720,12 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, monkeypatch):
             if attempt == 2:
                 pytest.skip(f"Ray could not start a local cluster here: {exc}")
     try:
-        on_ray = grade_folder(tmp_path, engine="ray", sandbox=sandbox.kind, limits=limits)
+        on_ray = grade_folder(tmp_path, engine="ray", sandbox=sandbox.kind, limits=limits,
+                              solutions=SOLUTIONS)
     finally:
         ray.shutdown()
-    here = grade_folder(tmp_path, jobs=2, sandbox=sandbox, limits=limits)
     assert [(g.student, g.passed) for g in on_ray] == [("alice", True), ("carol", False)]
-    assert on_ray == here
+    assert on_ray == [_grade(graded, "alice"), _grade(graded, "carol")]
 
 
 def test_the_table(graded):

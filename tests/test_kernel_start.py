@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import isolated_pytest
+from conftest import finished, isolated_pytest_start
 
 from schedatrix.classroom.kernel_start import ATTEMPTS, KernelRestarted, patient
 
@@ -78,8 +78,8 @@ _HANGS_ONCE = textwrap.dedent("""\
     """)
 
 
-def _nbval(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    """nbval on a one-cell notebook, with a kernel whose first start never answers."""
+def _nbval(tmp_path: Path, *extra: str) -> subprocess.Popen:
+    """nbval started on a one-cell notebook, with a kernel whose first start never answers."""
     folder = tmp_path / "kernels" / "hangs-once"
     folder.mkdir(parents=True)
     (tmp_path / "hangs_once.py").write_text(_HANGS_ONCE)
@@ -92,18 +92,36 @@ def _nbval(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     nb.cells = [cell]
     nbformat.write(nb, tmp_path / "four.ipynb")
     env = {**os.environ, "JUPYTER_PATH": str(tmp_path), "HANG_MARKER": str(tmp_path / "hung")}
-    return isolated_pytest(tmp_path, "--nbval", "--nbval-kernel-name=hangs-once",
-                           "--nbval-kernel-startup-timeout=5", *extra, "four.ipynb", env=env,
-                           timeout=300)
+    return isolated_pytest_start(tmp_path, "--nbval", "--nbval-kernel-name=hangs-once",
+                                 "--nbval-kernel-startup-timeout=5", *extra, "four.ipynb",
+                                 env=env)
+
+
+@pytest.fixture(scope="module")
+def hung_runs(tmp_path_factory):
+    """Both sessions, with the package's plugin and without, started at once: each spends most
+    of its time waiting out a 5 s kernel timeout, so the two waits overlap."""
+    runs = {}
+    for plugin in ("on", "off"):
+        tmp = tmp_path_factory.mktemp(f"plugin-{plugin}")
+        extra = ["-p", "no:schedatrix-classroom"] if plugin == "off" else []
+        runs[plugin] = (tmp, _nbval(tmp, *extra))
+    try:
+        yield runs
+    finally:
+        for _, proc in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("plugin", ["on", "off"])
-def test_nbval_gets_past_a_kernel_that_never_answers(tmp_path, plugin):
+def test_nbval_gets_past_a_kernel_that_never_answers(hung_runs, plugin):
     """With the package's plugin the notebook passes on its second kernel and the summary
     says a kernel was replaced; without it (the control) the same hang fails the cell."""
-    extra = ["-p", "no:schedatrix-classroom"] if plugin == "off" else []
-    done = _nbval(tmp_path, *extra)
+    tmp_path, proc = hung_runs[plugin]
+    done = finished(proc, timeout=300)
     out = done.stdout + done.stderr
     assert (tmp_path / "hung").exists(), out  # the first kernel did hang
     if plugin == "on":

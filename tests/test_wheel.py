@@ -43,11 +43,12 @@ def installed(tmp_path_factory):
         pytest.skip(f"no wheel could be built here: {built.stderr.strip()[-200:]}")
     wheel = next((tmp / "dist").glob("schedatrix-*.whl"))
     venv = tmp / "venv"
-    made = _run([sys.executable, "-m", "venv", venv], timeout=300)
+    made = _run([sys.executable, "-m", "venv", "--without-pip", venv], timeout=300)
     assert made.returncode == 0, made.stderr
     py = venv / "bin" / "python"
-    done = _run([py, "-m", "pip", "install", "--no-deps", "--no-index", "-q", wheel],
-                timeout=300)
+    # this environment's pip installs into that one (pip's --python): no pip of its own needed
+    done = _run([sys.executable, "-m", "pip", "--python", py, "install", "--no-deps",
+                 "--no-index", "-q", wheel], timeout=300)
     assert done.returncode == 0, done.stderr
     site = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     (Path(site.stdout.strip()) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
