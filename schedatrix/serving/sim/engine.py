@@ -199,8 +199,20 @@ class FastEngine(SchedulerBase):
                     # evicting cached prefixes can change what the queue's head needs: stretch
                     # only while the decoders' new blocks come from free room
                     horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
-                if horizon:
-                    self.start_stretch(t, n, horizon)
+                if horizon:      # a stretch of ``horizon`` pure-decode iterations from t
+                    k = horizon
+                    line = self.lines.get(n)
+                    if line is None:
+                        line = self.lines[n] = self.perf.decode_line(n)
+                    a, b = line
+                    if sim.link:
+                        a += sim.iteration_extra(self.replica, t, n)
+                    s0 = self.dec_base + n * (self.G + 1)
+                    self.plan = ["stretch", t, k, a, b, s0, n, 0]  # last: iterations with blocks
+                    self.version += 1
+                    sim.seq += 1             # sim.push, inline
+                    heapq.heappush(sim.heap, (t + k * a + b * (k * s0 + n * k * (k - 1) / 2),
+                                              END, sim.seq, self, self.version))
                     return
         if need:
             cache.allocate(need)
@@ -454,24 +466,6 @@ class FastEngine(SchedulerBase):
         if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
 
-    def start_stretch(self, t: float, n: int, horizon: int) -> None:
-        """Plan ``horizon`` pure-decode iterations from t (up to the first completion, or as
-        many as the KV room allows)."""
-        k = horizon
-        sim = self.sim
-        line = self.lines.get(n)
-        if line is None:
-            line = self.lines[n] = self.perf.decode_line(n)
-        a, b = line
-        if sim.link:
-            a += sim.iteration_extra(self.replica, t, n)
-        s0 = self.dec_base + n * (self.G + 1)
-        self.plan = ["stretch", t, k, a, b, s0, n, 0]   # the last: iterations with blocks
-        self.version += 1
-        sim.seq += 1             # sim.push, inline
-        heapq.heappush(sim.heap, (t + k * a + b * (k * s0 + n * k * (k - 1) / 2), END, sim.seq,
-                                  self, self.version))
-
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
         heap, dec = self.done_heap, self.dec
@@ -531,15 +525,28 @@ class FastEngine(SchedulerBase):
     def step_end(self, t: float) -> None:
         """The iteration or stretch in flight ends at t: tokens out, prompts and requests
         done; then the next starts (at once when nothing else is due at t)."""
-        sim = self.sim
-        if self.plan[0] == "stretch":
-            self.end_stretch()
+        sim, cache, plan = self.sim, self.cache, self.plan
+        if plan[0] == "stretch":     # its KV blocks taken, its gaps one progression
+            _, t0, k, a, b, s0, n, taken = plan
+            if k % self.B or taken:
+                blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
+            else:
+                blocks = (k // self.B) * len(self.dec)    # need_over(k): whole periods
+            if blocks:
+                cache.allocate(blocks)
+            gaps = sim.gaps       # GapRecord.add_run, in place
+            gaps.first.append(a + b * s0)
+            gaps.step.append(b * n)
+            gaps.count.append(k)
+            gaps.weights.extend(self.cls_count)
+            G = self.G = self.G + k
+            sim.iterations += k
         else:
             self.end_iteration(t)
+            G = self.G
         heap = self.done_heap
-        if heap and heap[0][0] < self.G:
+        if heap and heap[0][0] < G:
             self.finish_decoders(t)
-        cache = self.cache
         if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
         self.plan = None
@@ -550,21 +557,6 @@ class FastEngine(SchedulerBase):
             self.step_start(t)     # start the next one at once
         else:
             sim.push(t, START, self, self.version)
-
-    def end_stretch(self) -> None:
-        """A stretch ends: its KV blocks taken, its gaps recorded as one progression."""
-        _, t0, k, a, b, s0, n, taken = self.plan
-        blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
-        if blocks:
-            self.cache.allocate(blocks)
-        sim = self.sim
-        gaps = sim.gaps           # one run of the progression (GapRecord.add_run, in place)
-        gaps.first.append(a + b * s0)
-        gaps.step.append(b * n)
-        gaps.count.append(k)
-        gaps.weights.extend(self.cls_count)
-        self.G += k
-        sim.iterations += k
 
     def end_iteration(self, t: float) -> None:
         """One iteration ends: every decoder's gap, prompts whose last chunk ran."""
