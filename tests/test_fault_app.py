@@ -93,3 +93,21 @@ def test_the_app_draws_its_timeline_and_plot():
     assert bytes(app.image.value).startswith(b"\x89PNG") and app.image.layout.display == ""
     bundle = app._repr_mimebundle_()
     assert "run this cell" in bundle["text/plain"]
+
+
+def test_studies_of_one_load_share_its_run_without_the_fault():
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.sim.simulate import simulate
+
+    load = generate(FAULT_LOAD, 3, duration_s=60.0)
+    crash = fault_study(load, FAULT_DESIGN, Fault("worker", 0, 20.0, 10.0))
+    slower = fault_study(load, FAULT_DESIGN, Fault("worker", 1, 30.0, 5.0),
+                         Resilience(health_check_s=15.0))
+    assert slower.baseline is crash.baseline            # simulated once
+    assert figures(crash.baseline) == figures(simulate(load, FAULT_DESIGN))   # and as fresh
+    same_draw = generate(FAULT_LOAD, 3, duration_s=60.0)  # another object: a run of its own
+    other = fault_study(same_draw, FAULT_DESIGN, Fault("worker", 0, 20.0, 10.0))
+    assert other.baseline is not crash.baseline
+    assert figures(other.baseline) == figures(crash.baseline)
+    spare = fault_study(load, FAULT_DESIGN.with_(replicas=4), Fault("worker", 0, 20.0, 10.0))
+    assert spare.baseline is not crash.baseline and spare.baseline.replica.max() == 3

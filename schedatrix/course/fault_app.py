@@ -19,6 +19,8 @@ from __future__ import annotations
 import html
 import io
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -65,15 +67,41 @@ class FaultStudy:
     baseline_series: tuple
 
 
+#: The last few runs without a fault, by load and design: a lesson studies many faults (and
+#: resiliences) on one load, and every study of it is measured against the same run.
+_BASELINES: OrderedDict = OrderedDict()   # (id(requests), design) -> (requests, run)
+_BASELINES_KEPT = 8
+_BASELINES_LOCK = threading.Lock()
+
+
+def _baseline(requests: Requests, design: Design) -> Run:
+    """``simulate(requests, design)``, run once per load object and design (Requests is
+    frozen; a load is the same object, the run the same, for as long as it is kept)."""
+    key = (id(requests), design)
+    with _BASELINES_LOCK:
+        kept = _BASELINES.get(key)
+        if kept is not None and kept[0] is requests:
+            _BASELINES.move_to_end(key)
+            return kept[1]
+    run = simulate(requests, design)
+    with _BASELINES_LOCK:
+        _BASELINES[key] = (requests, run)
+        while len(_BASELINES) > _BASELINES_KEPT:
+            _BASELINES.popitem(last=False)
+    return run
+
+
 def fault_study(requests: Requests, design: Design, fault: Fault,
                 resilience: Resilience | None = None, window_s: float = 10.0,
                 on_step=None) -> FaultStudy:
     """Serve ``requests`` on ``design`` without and with ``fault``; ``on_step()`` is called
-    after each of the two runs and after the figures (three steps)."""
+    after each of the two runs and after the figures (three steps). The run without the fault
+    does not depend on the fault or the resilience, so studies of one load object on one
+    design share it (it is simulated once)."""
     resilience = resilience or Resilience()
     check_faults((fault,), build(design).layout)
     tick = on_step or (lambda: None)
-    base = simulate(requests, design)
+    base = _baseline(requests, design)
     tick()
     run = simulate(requests, design, faults=(fault,), resilience=resilience)
     tick()
