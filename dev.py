@@ -33,8 +33,10 @@ PY = BIN / "python"
 #: notebook a second time, as ``NAME.ipynb[again]``, in the same session. (Exercises are
 #: graded by tests/, since an untouched exercise must fail.)
 #: Every core works (pytest-xdist); a file's tests stay in one worker, so a notebook's cells
-#: run in order in one kernel.
-PARALLEL = ["-n", "auto", "--dist", "loadfile"]
+#: run in order in one kernel. The long files go out first (``tests/long_first.py``), so the
+#: many short tests fill the end on every worker.
+PARALLEL = ["-n", "auto", "--dist", "loadfile", "-p", "tests.long_first",
+            "--no-loadscope-reorder"]
 TEST_ARGS = ["-m", "pytest", "tests", "notebooks", "solutions", "--nbval",
              "--nbval-current-env", "-p", "no:cacheprovider", "-p", "tests.nbval_twice",
              *PARALLEL]

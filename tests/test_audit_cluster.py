@@ -27,6 +27,7 @@ def _mooncake(path: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_local_ray_cluster_gives_the_single_machine_figures(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'schedatrix[cluster]' "
                                       "(the test extra installs it)")

@@ -227,6 +227,7 @@ def lax(graded):
                       cwd=paths["tmp"]).stdout
 
 
+@pytest.mark.slow
 def test_every_exercise_fails_untouched(lax):
     for name in NAMES:  # every notebook fails, not just one of them
         assert f"FAILED untouched/{name}.ipynb::Cell" in lax, lax[-3000:]
@@ -695,6 +696,7 @@ def test_plain_nbval_and_the_grade_agree(graded, lax):
     assert "never reached the checker" in lax
 
 
+@pytest.mark.slow
 def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeypatch):
     """Alice's and Carol's notebooks graded on Ray get the rows the class's local grading gave
     them (the same bytes, limits and solutions)."""

@@ -315,6 +315,7 @@ def folded_answers(lesson: str) -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson", ["00", "01", "03", "04", "12"])
 def test_a_folded_answer_states_what_its_code_prints(lesson):
     """A folded answer is Markdown, which nbval does not run: this runs its code (it stands

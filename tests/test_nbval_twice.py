@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from conftest import isolated_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +46,7 @@ def test_each_notebook_is_collected_twice_under_its_own_name(tmp_path):
     assert ids == ["steady.ipynb::Cell 0", "steady.ipynb[again]::Cell 0"], done.stdout
 
 
+@pytest.mark.slow
 def test_a_notebook_that_prints_something_else_the_second_time_fails_the_second_pass(tmp_path):
     _notebook(tmp_path / "counter.ipynb", COUNTER, "1\n")
     once = isolated_pytest(tmp_path, "--nbval", "--nbval-current-env", "counter.ipynb",

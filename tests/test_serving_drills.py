@@ -41,6 +41,7 @@ def test_a_drill_is_the_same_in_another_process():
     assert out.startswith("Serving drill 1234 (seed 'schedatrix-serving-drill-1234')")
 
 
+@pytest.mark.slow
 def test_three_questions_of_three_kinds_that_never_clash(many):
     for d in many:
         ids = [q.id for q in d.questions]

@@ -30,6 +30,7 @@ def _poisson(n, rate, out, seed):
     return Requests(arrival, np.ones(n, np.int64), out.astype(np.int64), np.zeros(n, np.int16))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rho", [0.5, 0.8])
 def test_md1_mean_queue_time(rho):
     mu = 10.0                                     # 10 output tokens: 0.1 s of service
