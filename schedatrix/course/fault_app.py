@@ -5,9 +5,10 @@ recovery figures (:mod:`schedatrix.serving.figures.recovery`). The knobs (the fa
 target as buttons to click, when it strikes, how long it stays down) redraw the timeline at once:
 one row per replica, the fault's downtime, the router's health-check delay, the weights reloading.
 The run itself is heavy (the load twice: without the fault and with it; the run without it
-once per load and design), so it waits for the Run button and moves a progress bar; then the windowed p95 TTFT and goodput of both runs are
-drawn with the fault marked, and the fault's figures (retried, failed, lost, goodput lost,
-p95 TTFT during the fault, recovery time) are shown.
+once per load and design), so it waits for the Run button and moves a progress bar; then the
+windowed p95 TTFT and goodput of both runs are drawn with the fault marked, and the fault's
+figures (retried, failed, lost, goodput lost, p95 TTFT during the fault, recovery time) are
+shown.
 
 :func:`fault_study` is the pure part (the two runs and their figures); tests set a knob's
 ``.value``, call :meth:`FaultApp.run` and read :meth:`FaultApp.text`, no browser needed.
