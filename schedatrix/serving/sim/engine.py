@@ -528,10 +528,7 @@ class FastEngine(SchedulerBase):
         sim, cache, plan = self.sim, self.cache, self.plan
         if plan[0] == "stretch":     # its KV blocks taken, its gaps one progression
             _, t0, k, a, b, s0, n, taken = plan
-            if k % self.B or taken:
-                blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
-            else:
-                blocks = (k // self.B) * len(self.dec)    # need_over(k): whole periods
+            blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
             if blocks:
                 cache.allocate(blocks)
             gaps = sim.gaps       # GapRecord.add_run, in place
