@@ -20,9 +20,8 @@ from __future__ import annotations
 import html
 import io
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 
 import ipywidgets as widgets
 import numpy as np
@@ -68,28 +67,13 @@ class FaultStudy:
     baseline_series: tuple
 
 
-#: The last few runs without a fault, by load and design: a lesson studies many faults (and
-#: resiliences) on one load, and every study of it is measured against the same run.
-_BASELINES: OrderedDict = OrderedDict()   # (id(requests), design) -> (requests, run)
-_BASELINES_KEPT = 8
-_BASELINES_LOCK = threading.Lock()
-
-
+@lru_cache(maxsize=8)
 def _baseline(requests: Requests, design: Design) -> Run:
-    """``simulate(requests, design)``, run once per load object and design (Requests is
-    frozen; a load is the same object, the run the same, for as long as it is kept)."""
-    key = (id(requests), design)
-    with _BASELINES_LOCK:
-        kept = _BASELINES.get(key)
-        if kept is not None and kept[0] is requests:
-            _BASELINES.move_to_end(key)
-            return kept[1]
-    run = simulate(requests, design)
-    with _BASELINES_LOCK:
-        _BASELINES[key] = (requests, run)
-        while len(_BASELINES) > _BASELINES_KEPT:
-            _BASELINES.popitem(last=False)
-    return run
+    """``simulate(requests, design)``, kept for the last few loads and designs: a lesson studies
+    many faults (and resiliences) on one load, and every study is measured against this run.
+    Requests is frozen and compares by identity, so a load is the same object, and its run the
+    same, for as long as it is kept."""
+    return simulate(requests, design)
 
 
 def fault_study(requests: Requests, design: Design, fault: Fault,
