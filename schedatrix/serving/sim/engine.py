@@ -624,6 +624,9 @@ class FastEngine(SchedulerBase):
         plan = self.plan
         last = t
         if plan is not None and plan[0] == "stretch":
+            # the iterations begun by t took their blocks at their starts in the reference,
+            # the one in flight too: the KV peak counts them before the cache is lost
+            self.sync_blocks(t)
             _, t0, k, a, b, s0, n, _ = plan
             done = self.done_in_stretch(t)
             if done:
