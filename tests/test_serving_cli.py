@@ -262,6 +262,38 @@ models = ["llama-3.2-3b", "llama-3.1-70b"]
                                                for s in seventy["skipped"])
 
 
+def test_compare_runs_the_designs_own_model_once(tmp_path, capsys, monkeypatch):
+    # [compare] models may name the designs' own model: its comparison is the main one, and
+    # the sweep over models does not run it a second time (the README's example names 8B)
+    from schedatrix.serving.harness import acceptance
+    runs = []
+    real = acceptance.simulate
+
+    def counted(req, design, *args, **kwargs):
+        runs.append(design.model)
+        return real(req, design, *args, **kwargs)
+
+    monkeypatch.setattr(acceptance, "simulate", counted)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text("""
+[load]
+rate = 3
+requests = 200
+[[designs]]
+replicas = 1
+[[designs]]
+replicas = 2
+[acceptance]
+runs = 2
+[compare]
+models = ["llama-3.2-3b", "llama-3.1-8b"]
+""")
+    code, out, _ = run_cli("compare", str(scenario), "--json", "--quiet", capsys=capsys)
+    assert code == 0
+    assert runs.count("llama-3.1-8b") == 2 * 2 and runs.count("llama-3.2-3b") == 2 * 2
+    assert list(json.loads(out)["models"]) == ["llama-3.1-8b", "llama-3.2-3b"]
+
+
 @pytest.mark.skipif(not AZURE.exists(), reason=f"{AZURE} is absent (it lives in ../shared)")
 def test_replaying_the_azure_hour_is_not_synthetic(capsys):
     code, out, _ = run_cli("run", "--trace", str(AZURE), "--replicas", "4", "--json",

@@ -570,22 +570,19 @@ def _cmd_compare(args) -> int:
             raise InputError(f"--models {bad[0]!r}: allowed: {', '.join(MODELS)}")
     make = scenario.make_requests()
     designs = list(scenario.designs)
+    # the designs' own model is the main comparison: the sweep runs only the other models
+    others = [m for m in models if m != designs[0].model]
     runs = 1 if scenario.load.trace is not None else scenario.runs   # a replay runs once
-    total = runs * _runs_planned(designs, models, scenario.baseline)
+    total = runs * _runs_planned(designs, others, scenario.baseline)
     with _progress(total, args) as bar:
         tick = bar.update
         main = compare(designs, make, scenario.runs, scenario.seed, scenario.criteria,
                        scenario.implementation, scenario.baseline, on_run=lambda: tick())
         comparisons = {designs[0].model: main}
-        if models:
-            sweep = compare_models(designs, models, make, scenario.runs, scenario.seed,
-                                   scenario.criteria, scenario.implementation,
-                                   on_run=lambda: tick())
-            comparisons = {designs[0].model: main, **{m: c for m, c in sweep.items()
-                                                       if m != designs[0].model}}
-            if designs[0].model in sweep:
-                comparisons = {designs[0].model: main, **{
-                    m: c for m, c in sweep.items() if m != designs[0].model}}
+        if others:
+            comparisons.update(compare_models(designs, others, make, scenario.runs,
+                                              scenario.seed, scenario.criteria,
+                                              scenario.implementation, on_run=lambda: tick()))
     load = scenario.load
     searchable = (load.trace is None and load.closed_loop is None and not load.tenants
                   and any(c.ttft_s is not None or c.tpot_s is not None for c in load.classes))
