@@ -218,3 +218,20 @@ def test_the_grader_and_its_ray_engine_import_one_way():
     graph = _graph()
     assert "classroom.ray_engine" in graph["classroom.grade_folder"]
     assert "classroom.grade_folder" not in graph["classroom.ray_engine"]
+
+
+def test_pyarrow_loads_only_with_a_trace_reader():
+    """The simulator, its command line and the serving lessons' app start without pyarrow
+    (0.15 CPU-s a process here); the trace readers still load it, through the same names."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "import schedatrix.course.serving_app, schedatrix.serving.cli\n"
+            "import schedatrix.serving.harness.sweep, schedatrix.traces\n"
+            "assert 'pyarrow' not in sys.modules, 'pyarrow loaded early'\n"
+            "from schedatrix.traces import read_trace\n"
+            "from schedatrix.serving.load.replay import replay\n"
+            "assert read_trace.__module__ == 'schedatrix.traces.reader'\n"
+            "assert 'pyarrow' in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

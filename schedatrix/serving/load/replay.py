@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ...traces.reader import read_trace
 from .requests import Requests
 
 __all__ = ["replay"]
@@ -38,6 +37,8 @@ def replay(path: str | Path, speed: float = 1.0, requests: int | None = None,
             math.isfinite(speed) and speed > 0):
         raise InputError(f"speed {speed!r}: must be a finite number > 0 (2 = twice as fast)")
     path = Path(path)
+    from ...traces.reader import read_trace  # pyarrow loads here, not with the simulator
+
     chunks = list(read_trace(path, None))
     if not chunks:
         raise InputError(f"trace {path.name}: no requests")
