@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import math
+import warnings
 
 import pytest
 
@@ -231,7 +232,12 @@ def test_task_order_and_the_process_do_not_move_a_row(tiny_sweep):
 @pytest.mark.skipif(not ray_available(), reason="ray is not installed (the optional extra "
                     "'cluster': pip install 'schedatrix[cluster]')")
 def test_a_sweep_on_local_ray_gives_exactly_the_table_of_local_processes(tiny_sweep):
-    on_ray = run_sweep(load_grid_text(TINY), workers=2, ray_address="local")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        on_ray = run_sweep(load_grid_text(TINY), workers=2, ray_address="local")
+    # Ray's tips about its future defaults are not the learner's business
+    assert not [w for w in seen if issubclass(w.category, FutureWarning)], \
+        [str(w.message)[:80] for w in seen]
     assert on_ray.rows == tiny_sweep.rows
     assert csv_text(on_ray) == csv_text(tiny_sweep)
     assert on_ray.points == tiny_sweep.points

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -196,7 +197,9 @@ def _init_ray(ray, address: str, kw: dict) -> None:
     attempts = 2 if address == "local" else 1
     for attempt in range(attempts):
         try:
-            ray.init(address=address, **kw)
+            with warnings.catch_warnings():   # Ray's tips about its future defaults, as the audit
+                warnings.simplefilter("ignore", FutureWarning)
+                ray.init(address=address, **kw)
             return
         except (ConnectionError, ValueError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
