@@ -16,6 +16,7 @@ others), then grade with ``RAY_ADDRESS=HEAD:6379 schedatrix grade DIR --engine r
 from __future__ import annotations
 
 import os
+import warnings
 
 from ..errors import InputError
 from .grade_notebook import Grade, grade_notebook
@@ -48,8 +49,10 @@ def grade_on_ray(handed_in: list[tuple[Submission, bytes, str]], kind: str, limi
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'schedatrix[cluster]'") from None
     if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+        with warnings.catch_warnings():   # Ray's tips about its future defaults
+            warnings.simplefilter("ignore", FutureWarning)
+            ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
     task = ray.remote(num_cpus=1)(grade_task)
     slots: list[Grade | object] = []
     for sub, data, problem in handed_in:
