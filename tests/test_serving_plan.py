@@ -210,3 +210,36 @@ def test_fp8_and_expert_parallelism_on_the_command_line():
     d = json.loads(run.stdout)["designs"][0]
     assert d["design"]["ep"] == 2 and d["design"]["dtype"] == "fp8"
     assert d["name"] == "1 x TP2 EP2 FP8" and d["completed"] == 30
+
+
+def test_a_plan_reuses_the_searches_it_has_made_and_says_the_same(monkeypatch):
+    """Searches and runs are kept by their inputs: the same file planned again simulates
+    nothing, a pool of another size re-searches no unit, and each plan says what a fresh
+    process would."""
+    from schedatrix.serving.harness import capacity
+    from schedatrix.serving.harness import plan as planner
+
+    spec, bigger = pool_from_dict(_with(2)), pool_from_dict(_with(4))
+    planner._MEMO.clear()
+    fresh = {name: plan_json(plan(s)) for name, s in (("2", spec), ("4", bigger))}
+    planner._MEMO.clear()
+    runs = []
+
+    def counted(real):
+        def simulate(*args, **kw):
+            runs.append(1)
+            return real(*args, **kw)
+        return simulate
+
+    monkeypatch.setattr(capacity, "simulate", counted(capacity.simulate))
+    monkeypatch.setattr(planner, "simulate", counted(planner.simulate))
+    assert plan_json(plan(spec)) == fresh["2"]
+    first = len(runs)
+    assert first > 0
+    assert plan_json(plan(spec)) == fresh["2"]
+    assert len(runs) == first                        # nothing simulated again
+    assert plan_json(plan(bigger)) == fresh["4"]     # the same units, the same searches
+    assert len(runs) == first
+    other = pool_from_dict({**_with(2), "pool": {**_with(2)["pool"], "seed": 4}})
+    plan(other)
+    assert len(runs) > first                         # another seed is another search

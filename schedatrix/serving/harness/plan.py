@@ -405,9 +405,39 @@ def _scaled(unit: Design, n: int) -> Design:
 
 
 # -- the search ---------------------------------------------------------------------------------
+#: Searches and runs this process has made, by their inputs. Each is a pure function of them
+#: (the same seed gives the same run), so a plan after another on the same models (a model's
+#: precision or the pool changed, the rest not) and the headroom of a unit already searched
+#: reuse them instead of simulating again. A load holding arrays (a trace's lengths) has no
+#: hash and is simulated each time.
+_MEMO: dict = {}
+_MEMO_MAX = 4096
+
+
+def _memo(key: tuple, compute: Callable[[], object]):
+    try:
+        found = _MEMO.get(key)
+    except TypeError:
+        return compute()
+    if found is None:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        found = _MEMO[key] = compute()
+    return found
+
+
+def _goodput(design: Design, m: ModelLoad, pool: Pool) -> Goodput:
+    return _memo(("goodput", design, m.load, pool.attainment, pool.requests, pool.seed),
+                 lambda: goodput_capacity(design, m.load, pool.attainment,
+                                          requests=pool.requests, seed=pool.seed))
+
+
 def _attained(design: Design, m: ModelLoad, pool: Pool) -> float:
-    run = simulate(generate(m.load, pool.seed, requests=pool.requests), design)
-    return float(met_slo(run).mean())
+    def share() -> float:
+        run = simulate(generate(m.load, pool.seed, requests=pool.requests), design)
+        return float(met_slo(run).mean())
+
+    return _memo(("attained", design, m.load, pool.requests, pool.seed), share)
 
 
 def _option(m: ModelLoad, unit: Design, good: Goodput, pool: Pool) -> Option | None:
@@ -445,8 +475,7 @@ def _options(m: ModelLoad, pool: Pool, tick: Callable[[str], None]) -> tuple[lis
             tick(f"{m.name}: {unit.name} pruned")
             continue
         tick(f"{m.name}: {unit.name}")
-        good = goodput_capacity(unit, m.load, pool.attainment, requests=pool.requests,
-                                seed=pool.seed)
+        good = _goodput(unit, m, pool)
         if good.max_rate_rps <= 0:
             tried.append((m.name, unit, good, "meets the SLOs at no rate"))
             misses.append(f"{unit.name} on {unit.gpu} meets {m.slo_text()} for "
@@ -562,8 +591,7 @@ def plan(spec: PoolFile, on_progress: Callable[[str], None] | None = None) -> Pl
         return Plan(pool, (), False, options, tuple(unservable), smallest, tuple(tried),
                     spec.source)
     tick("headroom of the chosen placements")
-    chosen = tuple(ModelPlan(m, o, goodput_capacity(o.design, m.load, pool.attainment,
-                                                    requests=pool.requests, seed=pool.seed))
+    chosen = tuple(ModelPlan(m, o, _goodput(o.design, m, pool))
                    for m, o in zip(spec.models, combo, strict=True))
     return Plan(pool, chosen, True, options, (), None, tuple(tried), spec.source)
 
