@@ -13,18 +13,16 @@ system). Install with ``pip install 'schedatrix[cluster]'``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import InputError
+from ..serving.harness import ray_start
+from ..serving.harness.ray_start import LOCAL
 from .note import FleetNote
 from .tally import FileJob, Tally, tally_file
 
 __all__ = ["RayRunner", "LOCAL"]
-
-#: The address that starts a Ray instance on this machine.
-LOCAL = "local"
 
 
 def _tally_task(note: FleetNote, job: FileJob, bucket_s: int, edges: tuple[int, ...],
@@ -33,11 +31,7 @@ def _tally_task(note: FleetNote, job: FileJob, bucket_s: int, edges: tuple[int, 
 
 
 def _ray():
-    try:
-        import ray  # noqa: PLC0415 - an optional extra
-    except ImportError:
-        raise InputError("--cluster needs Ray: pip install 'schedatrix[cluster]'") from None
-    return ray
+    return ray_start.import_ray("--cluster")
 
 
 class RayRunner:
@@ -62,21 +56,8 @@ class RayRunner:
             kw |= {"num_cpus": self.num_cpus, "object_store_memory": 256 * 2**20}
         else:  # the driver's schedatrix travels to the workers: every node runs this code
             kw["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parents[1])]}
-        # Ray's raylet gives its agents a fixed 15 s to start, which a loaded machine can miss
-        # (ray-project/ray#65983): a local start is tried once more, on a warm disk cache
-        for attempt in range(2 if local else 1):
-            try:
-                with warnings.catch_warnings():   # Ray's tips about future defaults
-                    warnings.simplefilter("ignore", FutureWarning)
-                    ray.init(address="local" if local else self.address, **kw)
-                break
-            except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception on a slow start
-                ray.shutdown()
-                if attempt == 0 and local and "timed out during startup" in str(exc):
-                    continue
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
-                raise InputError(f"--cluster {self.address}: can't start or join Ray "
-                                 f"({first})") from None
+        ray_start.start(ray, LOCAL if local else self.address, f"--cluster {self.address}",
+                        **kw)
         self.task = ray.remote(num_cpus=1)(_tally_task)
         return self
 

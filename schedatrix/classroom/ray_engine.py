@@ -16,9 +16,9 @@ others), then grade with ``RAY_ADDRESS=HEAD:6379 schedatrix grade DIR --engine r
 from __future__ import annotations
 
 import os
-import warnings
 
 from ..errors import InputError
+from ..serving.harness import ray_start
 from .grade_notebook import Grade, grade_notebook
 from .sandbox import Limits, choose
 from .submissions import Submission
@@ -44,15 +44,12 @@ def grade_on_ray(handed_in: list[tuple[Submission, bytes, str]], kind: str, limi
                  solutions: dict[str, list[str]]) -> list[Grade]:
     """Grade submissions already read (each with its bytes, or why it is not a notebook) as
     Ray tasks, one CPU each, in the order given."""
-    try:
-        import ray
-    except ImportError:
-        raise InputError("--engine ray needs Ray: pip install 'schedatrix[cluster]'") from None
+    ray = ray_start.import_ray("--engine ray")
     if not ray.is_initialized():
-        with warnings.catch_warnings():   # Ray's tips about its future defaults
-            warnings.simplefilter("ignore", FutureWarning)
-            ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+        address = os.environ.get("RAY_ADDRESS") or None
+        ray_start.start(ray, address, "--engine ray" + (f" (RAY_ADDRESS={address})"
+                                                        if address else ""),
+                        include_dashboard=False, log_to_driver=False, configure_logging=False)
     task = ray.remote(num_cpus=1)(grade_task)
     slots: list[Grade | object] = []
     for sub, data, problem in handed_in:

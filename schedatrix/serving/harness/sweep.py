@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...traces.threads import cores
+from . import ray_start
 from .grid import Grid, Task
 from .outcome_json import design_json
 
@@ -138,13 +138,7 @@ def _in_processes(tasks, workers: int, tick) -> list[dict]:
 
 
 def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise InputError("--ray needs Ray, an optional extra: pip install "
-                         "'schedatrix[cluster]' (or run in local processes: --workers N)") \
-            from None
-    return ray
+    return ray_start.import_ray("--ray", " (or run in local processes: --workers N)")
 
 
 def start_ray(address: str, workers: int) -> bool:
@@ -161,7 +155,7 @@ def start_ray(address: str, workers: int) -> bool:
     else:
         import schedatrix
         kw["runtime_env"] = {"py_modules": [str(Path(schedatrix.__file__).parent)]}
-    _init_ray(ray, address, kw)
+    ray_start.start(ray, address, f"--ray {address}", **kw)
     return True
 
 
@@ -188,26 +182,6 @@ def _on_ray(tasks, address: str, workers: int, tick) -> list[dict]:
         return rows
     finally:
         if started:
-            ray.shutdown()
-
-
-def _init_ray(ray, address: str, kw: dict) -> None:
-    """``ray.init``, once more when a local start times out: Ray's raylet gives its agents a
-    fixed 15 s to start, which a loaded machine can miss (ray-project/ray#65983)."""
-    attempts = 2 if address == "local" else 1
-    for attempt in range(attempts):
-        try:
-            with warnings.catch_warnings():   # Ray's tips about its future defaults, as the audit
-                warnings.simplefilter("ignore", FutureWarning)
-                ray.init(address=address, **kw)
-            return
-        except (ConnectionError, ValueError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise InputError(f"--ray {address}: no Ray cluster could be reached ({first}); "
-                             f"'local' starts one on this machine") from None
-        except Exception as e:          # Ray raises a bare Exception for a slow start
-            if attempt + 1 == attempts or "timed out during startup" not in str(e):
-                raise
             ray.shutdown()
 
 
