@@ -203,6 +203,9 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not sys.platform.startswith("linux"):
         raise SystemExit("ci_census: needs Linux (process accounting and /proc)")
+    if os.geteuid() != 0:
+        raise SystemExit("ci_census: needs root for process accounting (acct(2)): "
+                         "sudo python3 tools/ci_census.py")
     if args.keep and args.keep.exists():
         raise SystemExit(f"ci_census: --keep {args.keep}: already exists; give a new folder")
     work = args.keep or Path(tempfile.mkdtemp(prefix="ci-census-"))
