@@ -4,6 +4,7 @@ one line (Ray itself would retry it for minutes)."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 import warnings
@@ -74,6 +75,16 @@ def test_an_address_where_nothing_answers_is_refused_before_ray_is_asked():
                                          rf"at 127.0.0.1:{port} \(.+\); 'local' starts one"):
         ray_start.start(ray, f"127.0.0.1:{port}", f"--ray 127.0.0.1:{port}")
     assert ray.calls == []
+
+
+@pytest.mark.parametrize("address, says", [
+    ("127.0.0.1:99999", "port 99999 is not a port (allowed: 1 to 65535)"),
+    ("127.0.0.1:0", "port 0 is not a port (allowed: 1 to 65535)"),
+    ("bad..name:6379", "no Ray cluster answers at bad..name:6379"),
+])
+def test_an_address_that_cannot_be_one_is_refused_in_one_line(address, says):
+    with pytest.raises(InputError, match=f"^--ray {re.escape(address)}: {re.escape(says)}"):
+        ray_start.reach(address, f"--ray {address}", timeout_s=3)
 
 
 def test_an_address_that_answers_is_handed_to_ray():

@@ -51,10 +51,12 @@ def reach(address: str, said: str, timeout_s: float = PROBE_S) -> None:
     where = endpoint(address)
     if where is None:
         return
+    if not 1 <= where[1] <= 65535:
+        raise InputError(f"{said}: port {where[1]} is not a port (allowed: 1 to 65535)")
     try:
         socket.create_connection(where, timeout=timeout_s).close()
-    except OSError as exc:
-        why = exc.strerror or str(exc) or type(exc).__name__
+    except (OSError, ValueError) as exc:     # ValueError: a host name IDNA can't encode
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise InputError(f"{said}: no Ray cluster answers at {where[0]}:{where[1]} ({why}); "
                          f"'{LOCAL}' starts one on this machine") from None
 
