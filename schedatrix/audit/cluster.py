@@ -14,7 +14,6 @@ system). Install with ``pip install 'schedatrix[cluster]'``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from ..errors import InputError
 from ..serving.harness import ray_start
@@ -50,14 +49,8 @@ class RayRunner:
 
     def __enter__(self) -> RayRunner:
         ray = self.ray
-        local = self.address == LOCAL
-        kw = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
-        if local:
-            kw |= {"num_cpus": self.num_cpus, "object_store_memory": 256 * 2**20}
-        else:  # the driver's schedatrix travels to the workers: every node runs this code
-            kw["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parents[1])]}
-        ray_start.start(ray, LOCAL if local else self.address, f"--cluster {self.address}",
-                        **kw)
+        ray_start.start(ray, self.address, f"--cluster {self.address}",
+                        **ray_start.settings(self.address, self.num_cpus))
         self.task = ray.remote(num_cpus=1)(_tally_task)
         return self
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import socket
 import warnings
+from pathlib import Path
 
 from ...errors import InputError
 
-__all__ = ["LOCAL", "PROBE_S", "import_ray", "reach", "start"]
+__all__ = ["LOCAL", "PROBE_S", "import_ray", "reach", "settings", "start"]
 
 #: The address that starts Ray on this machine.
 LOCAL = "local"
@@ -34,6 +35,19 @@ def import_ray(option: str, otherwise: str = ""):
         raise InputError(f"{option} needs Ray, an optional extra: {_INSTALL}{otherwise}") \
             from None
     return ray
+
+
+def settings(address: str, cpus: int | None) -> dict:
+    """``ray.init``'s settings for a sweep or an audit: no dashboard, the workers' logs kept
+    from the driver; a local start with ``cpus`` workers and a small object store (what comes
+    back is small); on a cluster, this copy of schedatrix sent to every worker (Ray's
+    ``py_modules``), so every node runs the driver's code."""
+    kw: dict = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
+    if address == LOCAL:
+        kw |= {"num_cpus": cpus, "object_store_memory": 256 * 2**20}
+    else:
+        kw["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parents[2])]}
+    return kw
 
 
 def endpoint(address: str) -> tuple[str, int] | None:

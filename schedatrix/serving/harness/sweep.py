@@ -147,15 +147,7 @@ def start_ray(address: str, workers: int) -> bool:
     ray = _import_ray()
     if ray.is_initialized():
         return False
-    kw: dict = {"include_dashboard": False, "log_to_driver": False,
-                "logging_level": "warning", "configure_logging": True}
-    if address == "local":
-        kw["num_cpus"] = workers
-        kw["object_store_memory"] = 256 * 2**20   # rows are small; don't reserve RAM
-    else:
-        import schedatrix
-        kw["runtime_env"] = {"py_modules": [str(Path(schedatrix.__file__).parent)]}
-    ray_start.start(ray, address, f"--ray {address}", **kw)
+    ray_start.start(ray, address, f"--ray {address}", **ray_start.settings(address, workers))
     return True
 
 
