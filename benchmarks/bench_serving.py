@@ -14,6 +14,7 @@
     .venv/bin/python benchmarks/bench_serving.py [--requests 1000000] [--repeat 3]
     .venv/bin/python benchmarks/bench_serving.py --sweep [--workers N] [--grid GRID.toml]
 
+The memo of runs (``schedatrix.serving.sim.memo``) is off: each repeat simulates again.
 Times are CPU seconds of this process (best of --repeat) and wall seconds; the machine may be
 shared, so the wall figure can be higher than the CPU one (section 2's verdict reads the CPU
 seconds). On a shared machine the CPU seconds rise too (caches and cores shared): compare two
@@ -178,6 +179,12 @@ def main() -> None:
     p.add_argument("--grid", type=Path,
                    default=ROOT / "schedatrix" / "examples" / "serving-sweep.toml")
     args = p.parse_args()
+    from schedatrix.serving.sim import memo
+    with memo.off():    # every repeat simulates: the memo would hand back its first run
+        run_sections(args)
+
+
+def run_sections(args) -> None:
     if args.child:
         million_child(args.child)
         return

@@ -44,12 +44,16 @@ MOVES = {
 
 
 def knob_latency(changes: int) -> list[float]:
+    """The knobs come back to values they had: with the memo of runs on, those redraws would
+    skip the simulation; it is off, so every change is timed as a first visit."""
     from schedatrix.course.serving_app import ServingApp
+    from schedatrix.serving.sim import memo
 
     def one_replica_run(app) -> None:
         assert app.outcome is not None and app.setting().replicas == 1, app.error
 
-    return turn_knobs(ServingApp(), MOVES, changes, one_replica_run)
+    with memo.off():
+        return turn_knobs(ServingApp(), MOVES, changes, one_replica_run)
 
 
 def fault_timeline_latency(changes: int) -> list[float]:
@@ -76,14 +80,16 @@ def fault_timeline_latency(changes: int) -> list[float]:
 
 def seeds_latency(presses: int) -> list[float]:
     from schedatrix.course.serving_app import ServingApp
+    from schedatrix.serving.sim import memo
 
     app = ServingApp()
     times = []
-    for k in range(presses):
-        app.knobs["seed"].value = k
-        start = time.perf_counter()
-        app.run_seeds()
-        times.append(time.perf_counter() - start)
+    with memo.off():
+        for k in range(presses):
+            app.knobs["seed"].value = k
+            start = time.perf_counter()
+            app.run_seeds()
+            times.append(time.perf_counter() - start)
     return times
 
 

@@ -20,7 +20,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _no_runs_from_an_earlier_test():
+    """Each test starts with the memo of serving runs empty: a run an earlier test made in
+    this worker (before a monkeypatch, say) is not handed to the next one."""
+    memo = sys.modules.get("schedatrix.serving.sim.memo")
+    if memo is not None:
+        memo.clear()
 
 
 @dataclass

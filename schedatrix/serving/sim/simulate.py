@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from ...errors import InputError
 from ..cluster.deployment import Design, build
 from ..cluster.faults import Resilience
 from ..figures.record import Run
 from ..load.requests import Requests
+from . import memo
 from .engine import simulate_fast
 from .reference import simulate_reference
 
@@ -25,14 +28,25 @@ def simulate(requests: Requests, design: Design, implementation: str = "fast",
     by default). The router's random choices are seeded by the load's seed. ``router``, when
     given, replaces the design's router by name: any object with ``choose(request, replicas,
     t)`` (for a plain function of plain data, :class:`~schedatrix.serving.cluster.routing.
-    FunctionRouter`)."""
+    FunctionRouter`).
+
+    Runs are kept by their inputs within a process (:mod:`.memo`): the same arrivals on the
+    same design give a copy of the run already made; with a custom router, never."""
     if implementation not in IMPLEMENTATIONS:
         raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, "
                          f"got {implementation!r}")
+    k = None if router is not None else memo.key(requests, design, implementation, faults,
+                                                 resilience)
+    kept = memo.get(k, requests)
+    if kept is not None:
+        return kept
+    started = time.process_time()
     hb = 0
     if requests.hash_offsets is not None:
         hb = int(requests.meta.get("hash_block_tokens", MOONCAKE_HASH_BLOCK_TOKENS))
     built = build(design, hash_block_tokens=hb)
     policy = design.policy(faults, resilience, int(requests.meta.get("seed", 0)))
-    return IMPLEMENTATIONS[implementation](requests, built.perf, built.config, built.layout,
-                                           policy, router=router)
+    run = IMPLEMENTATIONS[implementation](requests, built.perf, built.config, built.layout,
+                                          policy, router=router)
+    memo.put(k, run, time.process_time() - started)
+    return run
