@@ -67,3 +67,12 @@ def test_the_running_lab_lists_every_course_folder(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+def test_the_suites_processes_write_the_bytecode_of_what_they_import(monkeypatch):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("MPLBACKEND", "agg")
+    env = dev_module().child_env()
+    assert "PYTHONDONTWRITEBYTECODE" not in env and "MPLBACKEND" not in env
+    assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"     # dev.py's own is left alone
+    assert env["PATH"] == os.environ["PATH"]
