@@ -1,10 +1,12 @@
 """The walkthrough in a real browser: JupyterLab headless, driven in Debian's Chromium.
 
-Starts ``jupyter lab`` on a free localhost port with a token, in a temporary root holding a
-copy of ``notebooks/00_walkthrough.ipynb``; opens it in headless Chromium through the
-``playwright`` package; runs all cells; loads the golden idler from the picker; changes a
-knob; saves screenshots to ``artifacts/`` (git-ignored). Skips, saying why, when Chromium or
-playwright is missing. Every wait is bounded; the server is always stopped.
+Starts one ``jupyter lab`` for the file on a free localhost port with a token, in a temporary
+root holding an output-free copy of ``notebooks/00_walkthrough.ipynb`` and the stored lessons;
+opens the copy in headless Chromium (one for the file) through the ``playwright`` package; runs
+all cells; loads the golden idler from the picker; changes a knob; then opens the stored
+lessons without running them. Saves screenshots to ``artifacts/`` (git-ignored). Skips,
+saying why, when Chromium or playwright is missing. Every wait is bounded; the server is
+always stopped.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "00_walkthrough.ipynb"
 LESSONS = [ROOT / "notebooks" / f"{n}.ipynb" for n in ("00_walkthrough", "05_drills")]
 ARTIFACTS = ROOT / "artifacts"
+#: How often a wait's test runs in the page, in ms (playwright's default: every animation
+#: frame, each a layout of the notebook for innerText).
+POLL_MS = 250
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -61,8 +66,22 @@ def _wait_for_server(url: str, proc: subprocess.Popen, timeout: float = 90.0) ->
     raise TimeoutError(f"jupyter lab did not answer {url} within {timeout:.0f} s")
 
 
-def _serve_lab(tmp_path, root):
-    """Start a headless JupyterLab on ``root``; yield (base url, token); stop it."""
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """One headless JupyterLab for the file's tests (a start costs seconds of both cores),
+    serving an output-free copy of the walkthrough at its root and the lessons as stored
+    (outputs and all) under ``notebooks/``; yields (base url, token)."""
+    tmp_path = tmp_path_factory.mktemp("lab")
+    root = tmp_path / "root"
+    (root / "notebooks").mkdir(parents=True)
+    # A copy without stored outputs: a prompt number on the page then proves a cell ran.
+    nb = json.loads(NOTEBOOK.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    (root / NOTEBOOK.name).write_text(json.dumps(nb))
+    for path in LESSONS:
+        shutil.copy(path, root / "notebooks" / path.name)
     # Quiet JupyterLab's news and update toasts, which would sit over the page.
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -102,27 +121,38 @@ def _serve_lab(tmp_path, root):
 
 
 @pytest.fixture
-def lab(tmp_path):
-    """A headless JupyterLab serving a copy of the walkthrough; yields (base url, token)."""
-    root = tmp_path / "root"
-    root.mkdir()
-    # A copy without stored outputs: a prompt number on the page then proves a cell ran.
-    nb = json.loads(NOTEBOOK.read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    (root / NOTEBOOK.name).write_text(json.dumps(nb))
-    yield from _serve_lab(tmp_path, root)
+def lab(lab_server):
+    """The file's JupyterLab; the kernels a test started end with it (the next test's page
+    opens with ``?reset``: no tab of the last one comes back)."""
+    base, token = lab_server
+    try:
+        yield base, token
+    finally:
+        with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=30) as r:
+            sessions = json.loads(r.read())
+        for session in sessions:
+            urllib.request.urlopen(urllib.request.Request(
+                f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE"),
+                timeout=30).close()
 
 
-@pytest.fixture
-def stored_lab(tmp_path):
-    """A headless JupyterLab serving the lessons as stored (outputs and all)."""
-    root = tmp_path / "root"
-    (root / "notebooks").mkdir(parents=True)
-    for path in LESSONS:
-        shutil.copy(path, root / "notebooks" / path.name)
-    yield from _serve_lab(tmp_path, root)
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the file's tests (each opens a page of its own, in a fresh
+    browser context). Skips, saying why, without Chromium or playwright."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no Chromium found (/usr/bin/chromium or `chromium` on PATH): "
+                    "apt-get install -y chromium")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS,
+                                     timeout=60_000)
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
 def _text(page, css: str) -> str:
@@ -133,7 +163,7 @@ def _wait_text(page, css: str, needle: str, timeout_ms: int = 60_000) -> None:
     page.wait_for_function(
         "([css, needle]) => { const el = document.querySelector(css);"
         " return el !== null && el.innerText.includes(needle); }",
-        arg=[css, needle], timeout=timeout_ms,
+        arg=[css, needle], timeout=timeout_ms, polling=POLL_MS,
     )
 
 
@@ -150,105 +180,88 @@ def _run_all(page, attempts: int = 4) -> None:
         try:
             page.wait_for_function(
                 "() => [...document.querySelectorAll('.jp-InputPrompt')]"
-                ".some(el => /\\[[0-9*]+\\]/.test(el.innerText))", timeout=20_000)
+                ".some(el => /\\[[0-9*]+\\]/.test(el.innerText))", timeout=20_000,
+                polling=POLL_MS)
             return
         except Exception:  # playwright's TimeoutError: the run was dropped, try again
             continue
     raise TimeoutError(f"Run All Cells did not start a cell after {attempts} tries")
 
 
-def test_walkthrough_in_jupyterlab(lab):
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no Chromium found (/usr/bin/chromium or `chromium` on PATH): "
-                    "apt-get install -y chromium")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright Python package is not installed")
+def test_walkthrough_in_jupyterlab(browser, lab):
     base, token = lab
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS,
-                                    timeout=60_000)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}",
-                      wait_until="domcontentloaded")
-            page.wait_for_selector(".jp-Notebook", timeout=90_000)
-            # The kernel must be up before Run All does anything.
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=90_000)
-            page.wait_for_timeout(1_000)  # let a kernel dialog, if any, appear
-            _run_all(page)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?reset&token={token}",
+                  wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-Notebook", timeout=90_000)
+        # The kernel must be up before Run All does anything.
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=90_000)
+        page.wait_for_timeout(1_000)  # let a kernel dialog, if any, appear
+        _run_all(page)
 
-            _wait_text(page, ".sx-bill", "$27,170", 120_000)
-            _wait_text(page, ".sx-warm", "10 of 16")
-            _wait_text(page, ".sx-convergence", "95.7%")
-            _wait_text(page, ".sx-signature", "111")
-            page.locator(".sx-bill").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "walkthrough-opening.png"))
+        _wait_text(page, ".sx-bill", "$27,170", 120_000)
+        _wait_text(page, ".sx-warm", "10 of 16")
+        _wait_text(page, ".sx-convergence", "95.7%")
+        _wait_text(page, ".sx-signature", "111")
+        page.locator(".sx-bill").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "walkthrough-opening.png"))
 
-            page.locator(".sx-preset select").first.select_option(label="golden-idler")
-            _wait_text(page, ".sx-bill", "$69,940")
-            _wait_text(page, ".sx-signature", "101")
-            _wait_text(page, ".sx-warm", "26 of 32")
-            page.screenshot(path=str(ARTIFACTS / "walkthrough-golden-idler.png"))
+        page.locator(".sx-preset select").first.select_option(label="golden-idler")
+        _wait_text(page, ".sx-bill", "$69,940")
+        _wait_text(page, ".sx-signature", "101")
+        _wait_text(page, ".sx-warm", "26 of 32")
+        page.screenshot(path=str(ARTIFACTS / "walkthrough-golden-idler.png"))
 
-            # Turn a knob: the demand shape to steady is the idler's first fix.
-            before = _text(page, ".sx-bill")
-            page.locator(".sx-knob-shape select").first.select_option("steady")
-            _wait_text(page, ".sx-bill", "$25,740")
-            assert _text(page, ".sx-bill") != before
-            _wait_text(page, ".sx-signature", "111")
+        # Turn a knob: the demand shape to steady is the idler's first fix.
+        before = _text(page, ".sx-bill")
+        page.locator(".sx-knob-shape select").first.select_option("steady")
+        _wait_text(page, ".sx-bill", "$25,740")
+        assert _text(page, ".sx-bill") != before
+        _wait_text(page, ".sx-signature", "111")
 
-            # And a slider, from the keyboard: one step right is one more card.
-            page.locator(".sx-knob-cards .noUi-handle").first.focus()
-            page.keyboard.press("ArrowRight")
-            _wait_text(page, ".sx-warm", "of 33")
-            page.screenshot(path=str(ARTIFACTS / "walkthrough-after-knob.png"))
-            page.locator(".sx-month-plot").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "walkthrough-plots.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "walkthrough-failure.png"))
-            raise
-        finally:
-            browser.close()
+        # And a slider, from the keyboard: one step right is one more card.
+        page.locator(".sx-knob-cards .noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        _wait_text(page, ".sx-warm", "of 33")
+        page.screenshot(path=str(ARTIFACTS / "walkthrough-after-knob.png"))
+        page.locator(".sx-month-plot").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "walkthrough-plots.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "walkthrough-failure.png"))
+        raise
+    finally:
+        page.close()
 
 
-def test_lessons_opened_without_running_show_their_month(stored_lab):
+def test_lessons_opened_without_running_show_their_month(browser, lab):
     """Opened without running, the walkthrough and the drill app show a still picture of their
     opening state (not a widget placeholder), and folded answers stay folded."""
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no Chromium found (/usr/bin/chromium or `chromium` on PATH): "
-                    "apt-get install -y chromium")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright Python package is not installed")
-    base, token = stored_lab
+    base, token = lab
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS,
-                                    timeout=60_000)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            for name, needles in (("00_walkthrough", ("$27,170", "10 of 16", "One fleet month")),
-                                  ("05_drills", ("Drill 2 (lottery seed", "Q5."))):
-                page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?reset&token={token}",
-                          wait_until="domcontentloaded")
-                shown = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
-                page.wait_for_selector(shown, timeout=90_000)
-                for needle in needles:
-                    page.wait_for_function(
-                        "([css, n]) => document.querySelector(css).innerText.includes(n)",
-                        arg=[shown, needle], timeout=90_000)
-                text = page.locator(shown).first.inner_text()
-                assert "VBox(children" not in text and "Error displaying widget" not in text
-                if name == "00_walkthrough":  # the answers' <details> is closed: not shown
-                    assert "Answers" in text and "the eviction lamp turns green at" not in text
-                page.screenshot(path=str(ARTIFACTS / f"{name}-unrun.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "unrun-failure.png"))
-            raise
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        for name, needles in (("00_walkthrough", ("$27,170", "10 of 16", "One fleet month")),
+                              ("05_drills", ("Drill 2 (lottery seed", "Q5."))):
+            page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?reset&token={token}",
+                      wait_until="domcontentloaded")
+            shown = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+            page.wait_for_selector(shown, timeout=90_000)
+            for needle in needles:
+                page.wait_for_function(
+                    "([css, n]) => document.querySelector(css).innerText.includes(n)",
+                    arg=[shown, needle], timeout=90_000, polling=POLL_MS)
+            text = page.locator(shown).first.inner_text()
+            assert "VBox(children" not in text and "Error displaying widget" not in text
+            if name == "00_walkthrough":  # the answers' <details> is closed: not shown
+                assert "Answers" in text and "the eviction lamp turns green at" not in text
+            page.screenshot(path=str(ARTIFACTS / f"{name}-unrun.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "unrun-failure.png"))
+        raise
+    finally:
+        page.close()

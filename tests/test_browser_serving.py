@@ -42,6 +42,10 @@ FAULTS = ROOT / "notebooks" / "11_serving_failures.ipynb"
 LATER = [ROOT / "notebooks" / "10_serving_routing.ipynb",
          ROOT / "notebooks" / "12_serving_review.ipynb"]
 ARTIFACTS = ROOT / "artifacts"
+#: How often a wait's test runs in the page, in ms. Playwright's default runs it at every
+#: animation frame, 60 times a second, each forcing a layout of the whole notebook for
+#: innerText: most of Chromium's CPU while a lesson runs for a minute.
+POLL_MS = 250
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -184,7 +188,7 @@ def _wait_text(page, css: str, needle: str, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(
         "([css, needle]) => [...document.querySelectorAll(css)]"
         ".some(el => el.innerText.replace(/\\s+/g, ' ').includes(needle))",
-        arg=[css, needle], timeout=timeout_ms)
+        arg=[css, needle], timeout=timeout_ms, polling=POLL_MS)
 
 
 def _text(page, css: str) -> str:
@@ -203,20 +207,30 @@ def _run_all(page, attempts: int = 4) -> None:
         try:
             page.wait_for_function(
                 "() => [...document.querySelectorAll('.jp-InputPrompt')]"
-                ".some(el => /\\[[0-9*]+\\]/.test(el.innerText))", timeout=20_000)
+                ".some(el => /\\[[0-9*]+\\]/.test(el.innerText))", timeout=20_000,
+                polling=POLL_MS)
             return
         except Exception:  # playwright's TimeoutError: the run was dropped, try again
             continue
     raise TimeoutError(f"Run All Cells did not start a cell after {attempts} tries")
 
 
-def _browser(p):
-    return p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS, timeout=60_000)
-
-
-def test_serving_lesson_in_jupyterlab(lab):
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the file's tests (each opens a page of its own, in a fresh
+    browser context: no cookie or storage passes from one test to the next)."""
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="the playwright Python package is not installed")
+    path = _chromium()
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def test_serving_lesson_in_jupyterlab(browser, lab):
     # What the lesson's app must show: the library's figures for the same knobs.
     expected = ServingApp(Setting(rate_rps=5.0), plots_on=False)
     opening = expected.text("ttft")
@@ -225,77 +239,71 @@ def test_serving_lesson_in_jupyterlab(lab):
     assert opening != after
     base, token = lab
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        try:
-            page.goto(f"{base}/lab/tree/notebooks/{LESSON.name}?reset&token={token}",
-                      wait_until="domcontentloaded")
-            page.wait_for_selector(".jp-Notebook", timeout=120_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=120_000)
-            page.wait_for_timeout(1_000)
-            _run_all(page)
-            page.screenshot(path=str(ARTIFACTS / "serving-lesson-top.png"))
-            _wait_text(page, ".sx-s-ttft", opening, 600_000)     # the last cell has run
-            notebook = page.locator(".jp-Notebook").first.inner_text()
-            assert "profiled GPU data is not in this workspace" in notebook
-            assert "Traceback" not in notebook and "Error displaying widget" not in notebook
-            assert "Synthetic load: not a production SLO result" in _text(page, ".sx-s-verdict")
-            page.locator(".jp-OutputArea-output img").nth(0).scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "serving-lesson-roofline.png"))
-            page.locator(".jp-OutputArea-output img").nth(1).scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "serving-lesson-batching.png"))
-            page.locator(".sx-s-ttft").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "serving-lesson-app.png"))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{base}/lab/tree/notebooks/{LESSON.name}?reset&token={token}",
+                  wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-Notebook", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=120_000)
+        page.wait_for_timeout(1_000)
+        _run_all(page)
+        page.screenshot(path=str(ARTIFACTS / "serving-lesson-top.png"))
+        _wait_text(page, ".sx-s-ttft", opening, 600_000)     # the last cell has run
+        notebook = page.locator(".jp-Notebook").first.inner_text()
+        assert "profiled GPU data is not in this workspace" in notebook
+        assert "Traceback" not in notebook and "Error displaying widget" not in notebook
+        assert "Synthetic load: not a production SLO result" in _text(page, ".sx-s-verdict")
+        page.locator(".jp-OutputArea-output img").nth(0).scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "serving-lesson-roofline.png"))
+        page.locator(".jp-OutputArea-output img").nth(1).scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "serving-lesson-batching.png"))
+        page.locator(".sx-s-ttft").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "serving-lesson-app.png"))
 
-            page.locator(".sx-s-knob-model select").first.select_option("llama-3.2-3b")
-            _wait_text(page, ".sx-s-ttft", after)
-            assert "llama-3.2-3b" in _text(page, ".sx-s-load")
-            page.locator(".sx-s-plot").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "serving-lesson-app-after-knob.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "serving-lesson-failure.png"))
-            raise
-        finally:
-            browser.close()
+        page.locator(".sx-s-knob-model select").first.select_option("llama-3.2-3b")
+        _wait_text(page, ".sx-s-ttft", after)
+        assert "llama-3.2-3b" in _text(page, ".sx-s-load")
+        page.locator(".sx-s-plot").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "serving-lesson-app-after-knob.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "serving-lesson-failure.png"))
+        raise
+    finally:
+        page.close()
 
 
-def test_design_page_in_voila(voila):
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright Python package is not installed")
+def test_design_page_in_voila(browser, voila):
     expected = DesignApp()
     expected.knobs["designs"].value = tuple(DESIGNS)
     answer = expected.compare().summary()
-    with sync_api.sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.set_default_timeout(60_000)
-        ARTIFACTS.mkdir(exist_ok=True)
-        try:
-            page.goto(voila, wait_until="domcontentloaded")
-            page.wait_for_selector(".sx-d-compare", timeout=180_000)
-            assert "which serving design?" in page.locator("body").inner_text()
-            page.screenshot(path=str(ARTIFACTS / "design-page-opening.png"))
-            page.locator(".sx-d-knob-designs select").first.select_option(DESIGNS)
-            page.locator(".sx-d-compare button, button.sx-d-compare").first.click()
-            _wait_text(page, ".sx-d-summary", answer, 300_000)
-            _wait_text(page, ".sx-d-table", "1 x TP4")     # the table follows the summary
-            page.wait_for_selector(".sx-d-plot img, img.sx-d-plot", state="visible")
-            page.screenshot(path=str(ARTIFACTS / "design-page-compared.png"), full_page=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.set_default_timeout(60_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        page.goto(voila, wait_until="domcontentloaded")
+        page.wait_for_selector(".sx-d-compare", timeout=180_000)
+        assert "which serving design?" in page.locator("body").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "design-page-opening.png"))
+        page.locator(".sx-d-knob-designs select").first.select_option(DESIGNS)
+        page.locator(".sx-d-compare button, button.sx-d-compare").first.click()
+        _wait_text(page, ".sx-d-summary", answer, 300_000)
+        _wait_text(page, ".sx-d-table", "1 x TP4")     # the table follows the summary
+        page.wait_for_selector(".sx-d-plot img, img.sx-d-plot", state="visible")
+        page.screenshot(path=str(ARTIFACTS / "design-page-compared.png"), full_page=True)
 
-            page.locator(".sx-d-sizes button, button.sx-d-sizes").first.click()
-            _wait_text(page, ".sx-d-models", "llama-3.1-70b", 600_000)
-            sizes = _text(page, ".sx-d-models")
-            assert "llama-3.2-3b" in sizes and "(+2 too small)" in sizes
-            page.locator(".sx-d-models").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "design-page-sizes.png"), full_page=True)
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "design-page-failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+        page.locator(".sx-d-sizes button, button.sx-d-sizes").first.click()
+        _wait_text(page, ".sx-d-models", "llama-3.1-70b", 600_000)
+        sizes = _text(page, ".sx-d-models")
+        assert "llama-3.2-3b" in sizes and "(+2 too small)" in sizes
+        page.locator(".sx-d-models").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "design-page-sizes.png"), full_page=True)
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "design-page-failure.png"), full_page=True)
+        raise
+    finally:
+        page.close()
 
 
 def _open(page, base: str, token: str, lesson: Path) -> None:
@@ -314,13 +322,11 @@ def _wait_idle_after_run(page, timeout_ms: int = 600_000) -> None:
         "() => ![...document.querySelectorAll('.jp-InputPrompt')]"
         ".some(el => el.innerText.includes('[*]'))"
         " && document.querySelector(\".jp-Notebook-ExecutionIndicator[data-status='idle']\")",
-        timeout=timeout_ms)
+        timeout=timeout_ms, polling=POLL_MS)
 
 
 @pytest.mark.parametrize("lab", [FAULTS], indirect=True)
-def test_fault_lesson_in_jupyterlab(lab):
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright Python package is not installed")
+def test_fault_lesson_in_jupyterlab(browser, lab):
     from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
     from schedatrix.serving.cluster.faults import Fault
     from schedatrix.serving.load.workload import generate
@@ -329,93 +335,87 @@ def test_fault_lesson_in_jupyterlab(lab):
                            Fault("worker", 1, 120.0, 30.0)).figures
     base, token = lab
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        try:
-            _open(page, base, token, FAULTS)
-            page.wait_for_selector(".sx-f-run", timeout=600_000)     # the last cell has run
-            _wait_idle_after_run(page)
-            notebook = page.locator(".jp-Notebook").first.inner_text()
-            assert "Traceback" not in notebook and "Error displaying widget" not in notebook
-            assert "Operations and recovery runbook" in notebook
-            for k, name in enumerate(("crash", "node")):
-                page.locator(".jp-OutputArea-output img").nth(k).scroll_into_view_if_needed()
-                page.screenshot(path=str(ARTIFACTS / f"fault-lesson-{name}.png"))
-            page.locator("h1:has-text('Operations and recovery runbook')").first \
-                .scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "fault-lesson-runbook.png"))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        _open(page, base, token, FAULTS)
+        page.wait_for_selector(".sx-f-run", timeout=600_000)     # the last cell has run
+        _wait_idle_after_run(page)
+        notebook = page.locator(".jp-Notebook").first.inner_text()
+        assert "Traceback" not in notebook and "Error displaying widget" not in notebook
+        assert "Operations and recovery runbook" in notebook
+        for k, name in enumerate(("crash", "node")):
+            page.locator(".jp-OutputArea-output img").nth(k).scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"fault-lesson-{name}.png"))
+        page.locator("h1:has-text('Operations and recovery runbook')").first \
+            .scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "fault-lesson-runbook.png"))
 
-            app = page.locator(".sx-f-knob-kind").first
-            app.scroll_into_view_if_needed()
-            app.locator("button:has-text('node failure')").click()
-            _wait_text(page, ".sx-f-plan", "has no replica left")
-            page.screenshot(path=str(ARTIFACTS / "fault-lesson-app-node.png"))
-            app.locator("button:has-text('worker crash')").click()
-            _wait_text(page, ".sx-f-plan", "Replica 0 crashes")
-            page.locator(".sx-f-knob-target button:has-text('replica 1')").click()
-            _wait_text(page, ".sx-f-plan", "Replica 1 crashes at 120 s")
-            page.locator(".sx-f-run button, button.sx-f-run").first.click()
-            _wait_text(page, ".sx-f-result", f"requests retried {expected.retried:,}", 300_000)
-            result = _text(page, ".sx-f-result")
-            assert "worker:1@120+30" in result and "lost 0" in result
-            assert f"goodput lost (in SLO without the fault, not with it) " \
-                   f"{expected.goodput_lost:,}" in result
-            page.wait_for_selector(".sx-f-plot img, img.sx-f-plot", state="visible")
-            page.locator(".sx-f-result").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "fault-lesson-app-run.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "fault-lesson-failure.png"))
-            raise
-        finally:
-            browser.close()
+        app = page.locator(".sx-f-knob-kind").first
+        app.scroll_into_view_if_needed()
+        app.locator("button:has-text('node failure')").click()
+        _wait_text(page, ".sx-f-plan", "has no replica left")
+        page.screenshot(path=str(ARTIFACTS / "fault-lesson-app-node.png"))
+        app.locator("button:has-text('worker crash')").click()
+        _wait_text(page, ".sx-f-plan", "Replica 0 crashes")
+        page.locator(".sx-f-knob-target button:has-text('replica 1')").click()
+        _wait_text(page, ".sx-f-plan", "Replica 1 crashes at 120 s")
+        page.locator(".sx-f-run button, button.sx-f-run").first.click()
+        _wait_text(page, ".sx-f-result", f"requests retried {expected.retried:,}", 300_000)
+        result = _text(page, ".sx-f-result")
+        assert "worker:1@120+30" in result and "lost 0" in result
+        assert f"goodput lost (in SLO without the fault, not with it) " \
+               f"{expected.goodput_lost:,}" in result
+        page.wait_for_selector(".sx-f-plot img, img.sx-f-plot", state="visible")
+        page.locator(".sx-f-result").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "fault-lesson-app-run.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "fault-lesson-failure.png"))
+        raise
+    finally:
+        page.close()
 
 
 @pytest.mark.parametrize("lab", LATER, indirect=True, ids=["10", "12"])
-def test_lessons_10_and_12_run_in_jupyterlab(lab, request):
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright Python package is not installed")
+def test_lessons_10_and_12_run_in_jupyterlab(browser, lab, request):
     lesson = request.node.callspec.params["lab"]
     stem = lesson.name[:2]
     last = {"10": "rejected, isolated", "12": "no distributed design is needed"}[stem]
     base, token = lab
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        try:
-            _open(page, base, token, lesson)
-            _wait_text(page, ".jp-OutputArea-output", last, 600_000)
-            _wait_idle_after_run(page)
-            notebook = page.locator(".jp-Notebook").first.inner_text()
-            assert "Traceback" not in notebook and "Error displaying widget" not in notebook
-            images = page.locator(".jp-OutputArea-output img")
-            for k in range(images.count()):
-                images.nth(k).scroll_into_view_if_needed()
-                page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-figure-{k + 1}.png"))
-            if stem == "12":
-                page.locator("h1:text-is('Decision record: serving design')").first \
-                    .scroll_into_view_if_needed()
-                page.screenshot(path=str(ARTIFACTS / "lesson-12-decision-record.png"))
-                from schedatrix.course.review_app import ReviewApp
-                expected = ReviewApp()
-                expected.knobs["designs"].value = ("3 x TP1", "4 x TP1")
-                expected.review()
-                page.locator(".sx-r-knob-designs select").first.select_option(
-                    ["3 x TP1", "4 x TP1"])
-                page.locator(".sx-r-run button, button.sx-r-run").first.click()
-                from schedatrix.serving.harness.accept import chosen
-                _wait_text(page, ".sx-r-result",
-                           f"Chosen: {chosen(expected.results).design.name},", 600_000)
-                # the same words (the page and the tag-stripped HTML space them differently)
-                assert "".join(_text(page, ".sx-r-result").split()) == \
-                    "".join(expected.text().split())
-                page.locator(".sx-r-result").first.scroll_into_view_if_needed()
-                page.screenshot(path=str(ARTIFACTS / "lesson-12-review-app.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-failure.png"))
-            raise
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        _open(page, base, token, lesson)
+        _wait_text(page, ".jp-OutputArea-output", last, 600_000)
+        _wait_idle_after_run(page)
+        notebook = page.locator(".jp-Notebook").first.inner_text()
+        assert "Traceback" not in notebook and "Error displaying widget" not in notebook
+        images = page.locator(".jp-OutputArea-output img")
+        for k in range(images.count()):
+            images.nth(k).scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-figure-{k + 1}.png"))
+        if stem == "12":
+            page.locator("h1:text-is('Decision record: serving design')").first \
+                .scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "lesson-12-decision-record.png"))
+            from schedatrix.course.review_app import ReviewApp
+            expected = ReviewApp()
+            expected.knobs["designs"].value = ("3 x TP1", "4 x TP1")
+            expected.review()
+            page.locator(".sx-r-knob-designs select").first.select_option(
+                ["3 x TP1", "4 x TP1"])
+            page.locator(".sx-r-run button, button.sx-r-run").first.click()
+            from schedatrix.serving.harness.accept import chosen
+            _wait_text(page, ".sx-r-result",
+                       f"Chosen: {chosen(expected.results).design.name},", 600_000)
+            # the same words (the page and the tag-stripped HTML space them differently)
+            assert "".join(_text(page, ".sx-r-result").split()) == \
+                "".join(expected.text().split())
+            page.locator(".sx-r-result").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "lesson-12-review-app.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / f"lesson-{stem}-failure.png"))
+        raise
+    finally:
+        page.close()

@@ -76,7 +76,8 @@ def _wait_text(page, css: str, needle: str, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(
         "([css, needle]) => { const el = document.querySelector(css);"
         " return el !== null && el.innerText.includes(needle); }",
-        arg=[css, needle], timeout=timeout_ms)
+        arg=[css, needle], timeout=timeout_ms, polling=250)   # ms; playwright's default
+    # runs the test at every animation frame, each a layout of the page
 
 
 def _drive(url: str) -> None:
@@ -105,7 +106,7 @@ def _drive(url: str) -> None:
             # the month's plot arrives after the readout
             page.wait_for_function(
                 "([css, before]) => (el => el && el.src != before)(document.querySelector(css))",
-                arg=[plot, before], timeout=60_000)
+                arg=[plot, before], timeout=60_000, polling=250)
             page.screenshot(path=str(ARTIFACTS / "voila-jumpy.png"), full_page=True)
             body = page.inner_text("body")
             # Only what follows the knobs: no fixed printout of the opening month.
