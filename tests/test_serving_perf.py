@@ -636,3 +636,32 @@ def test_a_fresh_fit_reproduces_the_shipped_coefficients(profiles):
                                                               rel=1e-3), (name, key)
             else:
                 assert value == pytest.approx(shipped, rel=1e-3, abs=1e-12), (name, key)
+
+
+def test_models_of_one_shape_share_their_tables_and_others_do_not():
+    """A simulation builds its replicas' models afresh: equal models share the token and
+    sequence tables (built once a process), and a model that differs in anything they
+    depend on has tables of its own."""
+    import numpy as np
+
+    from schedatrix.serving.perf import model as perf_model
+
+    a = PerfModel("llama-3.1-8b", "a100-80gb", tp=2)
+    a.iteration_s([(5000, 0)], 3, 3000)
+    b = PerfModel("llama-3.1-8b", "a100-80gb", tp=2)
+    assert b._tok_table is a._tok_table and len(b._tok_table) == 8192
+    assert b.iteration_s([(5000, 0)], 3, 3000) == a.iteration_s([(5000, 0)], 3, 3000)
+    for other in (PerfModel("llama-3.1-8b", "a100-80gb", tp=4),
+                  PerfModel("llama-3.1-8b", "a100-80gb", tp=2, cuda_graphs=False),
+                  PerfModel("llama-3.1-8b", "a100-80gb", tp=2, host_s=0.0),
+                  PerfModel("llama-3.1-8b", "h100-80gb", tp=2)):
+        assert other._tok_table is not a._tok_table
+    # each entry is what the formulas give for it alone, however long the table has grown
+    t = np.arange(8192, dtype=float)
+    fresh = PerfModel("llama-3.1-8b", "a100-80gb", tp=2)._split_parts(t, np.ones_like(t))[0]
+    assert np.array_equal(np.array(a._tok_table), fresh)
+    b._token_s(20_000)                                   # grown through b: a uses it too
+    a.iteration_s([(20_000, 0)])
+    assert a._tok_table is b._tok_table and len(a._tok_table) == 32768
+    assert a._tok_table[:8192] == fresh.tolist()
+    assert len(perf_model._TABLES) <= perf_model._TABLES_MAX

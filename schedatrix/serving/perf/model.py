@@ -81,6 +81,15 @@ _MOE_LAYER_ELEMENTWISE = ("input_layernorm", "post_attention_layernorm", "attn_r
 #: then every 8 up to 512, a batch padded up to the next). Larger batches run eagerly.
 CUDA_GRAPH_MAX_TOKENS = 512
 
+#: The token and sequence tables (:meth:`PerfModel._token_s`), shared by every model of the same
+#: shape, GPU, parallelism, precision, efficiency, host and launch mode in this process: a
+#: simulation builds its replicas' models afresh, and a table of 16,384 token counts took
+#: about 17 ms of a 100 ms run. Each table is built in blocks of TABLE_BLOCK counts, so an
+#: entry's value never depends on how long its table grew (nor on which run asked first).
+_TABLES: dict = {}
+_TABLES_MAX = 256
+TABLE_BLOCK = 1024
+
 
 @runtime_checkable
 class PerformanceModel(Protocol):
@@ -166,8 +175,9 @@ class PerfModel:
         self._decode_per_token_s = (self.model.layers * decode_attention_s(
             self.eff, self.gpu, self.shard.kv_bytes_per_token))
         self._parts = lru_cache(maxsize=1 << 16)(self._parts_uncached)
-        self._tok_table: list[float] = []
-        self._seq_table: list[float] = []
+        self._tables = _shared_tables(self)
+        self._tok_table: list[float] = self._tables["tok"]
+        self._seq_table: list[float] = self._tables["seq"]
         # what prefill attention needs per chunk, kept (shard properties compute each time)
         self._attention_terms = (self.shard.attention_flops_per_pair,
                                  self.shard.kv_bytes_per_token,
@@ -322,22 +332,31 @@ class PerfModel:
         embedding, the final norm, the sends between stages, the host step), from a table
         computed once per power of two of the token count (the simulator asks millions of
         times)."""
-        table = self._tok_table
+        table = self._tok_table = self._tables["tok"]   # another model may have grown it
         if tokens >= len(table):
-            size = 1 << max(tokens, 1024).bit_length()
-            t = np.arange(size, dtype=float)
-            self._tok_table = table = self._split_parts(t, np.ones_like(t))[0].tolist()
+            size = 1 << max(tokens, TABLE_BLOCK).bit_length()
+            grown = table + self._blocks(len(table), size, lambda t: (t, np.ones_like(t)), 0)
+            self._tok_table = self._tables["tok"] = table = grown
         return table[tokens]
 
     def _seq_s(self, seqs: int) -> float:
         """Seconds that depend on the sequences emitting a token only (LM head, logits,
         sampling), from a table like :meth:`_token_s`'s."""
-        table = self._seq_table
+        table = self._seq_table = self._tables["seq"]
         if seqs >= len(table):
-            size = 1 << max(seqs, 512).bit_length()
-            q = np.arange(size, dtype=float)
-            self._seq_table = table = self._split_parts(np.ones_like(q), q)[1].tolist()
+            size = 1 << max(seqs, TABLE_BLOCK).bit_length()
+            grown = table + self._blocks(len(table), size, lambda q: (np.ones_like(q), q), 1)
+            self._seq_table = self._tables["seq"] = table = grown
         return table[seqs]
+
+    def _blocks(self, start: int, stop: int, args, part: int) -> list[float]:
+        """Entries ``start`` to ``stop`` of a table (both multiples of TABLE_BLOCK), computed a
+        block at a time: ``args`` makes the (tokens, seqs) arrays of a block's counts."""
+        out: list[float] = []
+        for first in range(start, stop, TABLE_BLOCK):
+            counts = np.arange(first, first + TABLE_BLOCK, dtype=float)
+            out += self._split_parts(*args(counts))[part].tolist()
+        return out
 
     def _split_parts(self, tokens, seqs):
         """(token part, sequence part) of an iteration's time, elementwise over arrays: what
@@ -557,3 +576,19 @@ def allowed_tp(m: ModelShape) -> list[int]:
 def allowed_pp(m: ModelShape) -> list[int]:
     """The pipeline depths that divide the layers of ``m``."""
     return [p for p in range(1, m.layers + 1) if m.layers % p == 0]
+
+
+def _shared_tables(perf: PerfModel) -> dict:
+    """The tables of every model equal to ``perf`` in what they depend on (a fresh pair, kept
+    by no one else, when that can't be hashed)."""
+    try:
+        key = (perf.model, perf.gpu, perf.dtype, perf.tp, perf.pp, perf.ep, perf.inter_node,
+               perf.eff, perf.cuda_graphs, perf.host)
+        tables = _TABLES.get(key)
+    except TypeError:
+        return {"tok": [], "seq": []}
+    if tables is None:
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.clear()
+        tables = _TABLES[key] = {"tok": [], "seq": []}
+    return tables
