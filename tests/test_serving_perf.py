@@ -649,7 +649,8 @@ def test_models_of_one_shape_share_their_tables_and_others_do_not():
     a = PerfModel("llama-3.1-8b", "a100-80gb", tp=2)
     a.iteration_s([(5000, 0)], 3, 3000)
     b = PerfModel("llama-3.1-8b", "a100-80gb", tp=2)
-    assert b._tok_table is a._tok_table and len(b._tok_table) == 8192
+    # (an earlier test in this process may have grown the table further)
+    assert b._tok_table is a._tok_table and len(b._tok_table) >= 8192
     assert b.iteration_s([(5000, 0)], 3, 3000) == a.iteration_s([(5000, 0)], 3, 3000)
     for other in (PerfModel("llama-3.1-8b", "a100-80gb", tp=4),
                   PerfModel("llama-3.1-8b", "a100-80gb", tp=2, cuda_graphs=False),
@@ -657,11 +658,12 @@ def test_models_of_one_shape_share_their_tables_and_others_do_not():
                   PerfModel("llama-3.1-8b", "h100-80gb", tp=2)):
         assert other._tok_table is not a._tok_table
     # each entry is what the formulas give for it alone, however long the table has grown
-    t = np.arange(8192, dtype=float)
+    n = len(a._tok_table)
+    t = np.arange(n, dtype=float)
     fresh = PerfModel("llama-3.1-8b", "a100-80gb", tp=2)._split_parts(t, np.ones_like(t))[0]
     assert np.array_equal(np.array(a._tok_table), fresh)
-    b._token_s(20_000)                                   # grown through b: a uses it too
-    a.iteration_s([(20_000, 0)])
-    assert a._tok_table is b._tok_table and len(a._tok_table) == 32768
-    assert a._tok_table[:8192] == fresh.tolist()
+    b._token_s(n + 5)                                    # grown through b: a uses it too
+    a.iteration_s([(n + 5, 0)])
+    assert a._tok_table is b._tok_table and len(a._tok_table) == 2 * n
+    assert a._tok_table[:n] == fresh.tolist()
     assert len(perf_model._TABLES) <= perf_model._TABLES_MAX
