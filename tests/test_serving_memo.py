@@ -168,3 +168,39 @@ def test_off_simulates_every_run_and_keeps_none():
     assert memo.stats() == {"runs": 0, "requests": 0, "hits": 0, "misses": 0, "saved_s": 0.0}
     simulate(req, design)
     assert memo.stats()["runs"] == 1
+
+
+def test_arrays_of_python_objects_are_never_kept():
+    """Their bytes are addresses, which a later, different load could reuse: no key."""
+    req = load(requests=4)
+    odd = dataclasses.replace(req, hash_offsets=np.arange(5),
+                              hash_values=np.array([1, 2, 3, 4], dtype=object))
+    design = Design(model="llama-3.1-8b")
+    assert memo.key(odd, design, "fast", (), None) is None
+    assert memo.key(req, design, "fast", (), None) is not None
+
+
+def test_threads_simulating_at_once_share_the_memo_safely(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(memo, "MAX_REQUESTS", 500)    # evicting while others read
+    design = Design(model="llama-3.1-8b")
+    loads = [load(requests=100, seed=s) for s in range(6)]
+    truth = [fresh(r, design) for r in loads]
+    errors = []
+
+    def work(k):
+        try:
+            for j in range(12):
+                r = loads[(k + j) % len(loads)]
+                assert same_run(simulate(r, design), truth[(k + j) % len(loads)])
+        except BaseException as e:   # noqa: BLE001 - handed to the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert memo.stats()["requests"] <= 500

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 
@@ -39,6 +40,7 @@ _on = True
 _hits = 0
 _misses = 0
 _saved_s = 0.0
+_lock = threading.Lock()     # an app's redraw may simulate on a thread of its own
 
 
 def _digest(requests) -> str | None:
@@ -51,6 +53,8 @@ def _digest(requests) -> str | None:
             h.update(b"-")
             continue
         a = np.ascontiguousarray(a)
+        if a.dtype.hasobject:      # its bytes would be addresses, not values: not kept
+            return None
         h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
         h.update(a.tobytes())
     classes = tuple((c.name, c.share, c.priority, c.ttft_s) for c in requests.classes)
@@ -65,7 +69,10 @@ def key(requests, design, implementation: str, faults, resilience) -> tuple | No
         return None
     knobs = tuple((f.name, getattr(design, f.name)) for f in dataclasses.fields(design)
                   if f.name not in ("name", "price_per_gpu_hour"))
-    k = (implementation, knobs, tuple(faults), resilience, _digest(requests))
+    digest = _digest(requests)
+    if digest is None:
+        return None
+    k = (implementation, knobs, tuple(faults), resilience, digest)
     try:
         hash(k)
     except TypeError:
@@ -78,14 +85,15 @@ def get(k: tuple | None, requests):
     global _hits, _misses, _saved_s
     if k is None:
         return None
-    kept = _RUNS.get(k)
-    if kept is None:
-        _misses += 1
-        return None
-    run, cost_s = kept
-    _hits += 1
-    _saved_s += cost_s
-    _RUNS.move_to_end(k)
+    with _lock:
+        kept = _RUNS.get(k)
+        if kept is None:
+            _misses += 1
+            return None
+        run, cost_s = kept
+        _hits += 1
+        _saved_s += cost_s
+        _RUNS.move_to_end(k)
     return copy.deepcopy(run, {id(run.requests): requests})
 
 
@@ -96,21 +104,25 @@ def put(k: tuple | None, run, cost_s: float = 0.0) -> None:
     n = len(run.requests)
     if k is None or n > MAX_REQUESTS:
         return
-    if k in _RUNS:
-        return
-    _RUNS[k] = (copy.deepcopy(run, {id(run.requests): run.requests}), cost_s)
-    _held += n
-    while _held > MAX_REQUESTS:
-        _, (old, _) = _RUNS.popitem(last=False)
-        _held -= len(old.requests)
+    kept = (copy.deepcopy(run, {id(run.requests): run.requests}), cost_s)
+    with _lock:
+        if k in _RUNS:
+            return
+        _RUNS[k] = kept
+        _held += n
+        while _held > MAX_REQUESTS:
+            _, (old, _) = _RUNS.popitem(last=False)
+            _held -= len(old.requests)
 
 
 def clear() -> None:
     """Forget every kept run."""
     global _held, _hits, _misses, _saved_s
-    _RUNS.clear()
-    _held = _hits = _misses = 0
-    _saved_s = 0.0
+    with _lock:
+        _RUNS.clear()
+        _held = _hits = _misses = 0
+        _saved_s = 0.0
+_lock = threading.Lock()     # an app's redraw may simulate on a thread of its own
 
 
 def stats() -> dict:
