@@ -12,7 +12,8 @@ TTFT threshold is read when the design sheds by TTFT, and kept). The requests a 
 the caller's own, so a run judged under a stricter SLO is judged by its thresholds.
 
 A custom router (it may keep state) is never kept, and neither is a load whose faults or
-settings can't be hashed. Every run handed out is a copy: changing one changes no other.
+settings can't be hashed, nor requests holding arrays of Python objects. Threads may simulate
+at once (a lock guards the kept runs). Every run handed out is a copy: changing one changes no other.
 The memo holds at most :data:`MAX_REQUESTS` requests' worth of runs (about 100 bytes a
 request), dropping the oldest first. :func:`off` turns it off (the benchmarks time the
 simulator, not the memo); :func:`clear` empties it.
