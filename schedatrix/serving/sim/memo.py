@@ -14,10 +14,10 @@ the caller's own, so a run judged under a stricter SLO is judged by its threshol
 A custom router (it may keep state) is never kept, and neither is a load whose faults or
 settings can't be hashed, nor requests holding arrays of Python objects. Threads may simulate
 at once (a lock guards the kept runs). Every run handed out is a copy: changing one changes
-no other. The memo holds at most :data:`MAX_REQUESTS` requests' worth of runs (about 200 bytes a
-request: 175 for the run's copy, the rest for the requests it holds), dropping the oldest
-first. :func:`off` turns it off (the benchmarks time the
-simulator, not the memo); :func:`clear` empties it.
+no other. The memo holds at most :data:`MAX_REQUESTS` requests' worth of runs (about 200
+bytes a request: 175 for the run's copy, the rest for the requests it holds), dropping the
+oldest first. :func:`off` turns it off (the benchmarks time the simulator, not the memo);
+:func:`clear` empties it; :func:`stats` says how it has done.
 """
 
 from __future__ import annotations
