@@ -24,25 +24,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import POLL_MS, end_sessions, launched_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "00_walkthrough.ipynb"
 LESSONS = [ROOT / "notebooks" / f"{n}.ipynb" for n in ("00_walkthrough", "05_drills")]
 ARTIFACTS = ROOT / "artifacts"
-#: How often a wait's test runs in the page, in ms (playwright's default: every animation
-#: frame, each a layout of the notebook for innerText).
-POLL_MS = 250
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 pytestmark = pytest.mark.browser
-
-
-def _chromium() -> str | None:
-    if os.path.exists("/usr/bin/chromium"):
-        return "/usr/bin/chromium"
-    return shutil.which("chromium")
 
 
 def _free_port() -> int:
@@ -128,31 +117,13 @@ def lab(lab_server):
     try:
         yield base, token
     finally:
-        with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=30) as r:
-            sessions = json.loads(r.read())
-        for session in sessions:
-            urllib.request.urlopen(urllib.request.Request(
-                f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE"),
-                timeout=30).close()
+        end_sessions(base, token)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium for the file's tests (each opens a page of its own, in a fresh
-    browser context). Skips, saying why, without Chromium or playwright."""
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no Chromium found (/usr/bin/chromium or `chromium` on PATH): "
-                    "apt-get install -y chromium")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright Python package is not installed")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS,
-                                     timeout=60_000)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    """One headless Chromium for the file's tests."""
+    yield from launched_chromium()
 
 
 def _text(page, css: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +29,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import POLL_MS, end_sessions, launched_chromium
 
 from schedatrix.course import serve
 from schedatrix.course.design_app import DesignApp
@@ -42,25 +42,9 @@ FAULTS = ROOT / "notebooks" / "11_serving_failures.ipynb"
 LATER = [ROOT / "notebooks" / "10_serving_routing.ipynb",
          ROOT / "notebooks" / "12_serving_review.ipynb"]
 ARTIFACTS = ROOT / "artifacts"
-#: How often a wait's test runs in the page, in ms. Playwright's default runs it at every
-#: animation frame, 60 times a second, each forcing a layout of the whole notebook for
-#: innerText: most of Chromium's CPU while a lesson runs for a minute.
-POLL_MS = 250
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 DESIGNS = ["1 x TP1", "1 x TP2", "1 x TP4"]
 
 pytestmark = pytest.mark.browser
-
-
-def _chromium() -> str:
-    path = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which(
-        "chromium")
-    if path is None:
-        pytest.skip("no Chromium found (/usr/bin/chromium or `chromium` on PATH): "
-                    "apt-get install -y chromium")
-    return path
 
 
 def _free_port() -> int:
@@ -143,18 +127,6 @@ def lab_server(tmp_path_factory):
         log.close()
 
 
-def _end_sessions(base: str, token: str) -> None:
-    """Shut down every kernel the test started, so the next lesson runs on quiet cores."""
-    import urllib.request
-
-    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=30) as r:
-        sessions = json.loads(r.read())
-    for s in sessions:
-        req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}",
-                                     method="DELETE")
-        urllib.request.urlopen(req, timeout=30).close()
-
-
 @pytest.fixture
 def lab(lab_server, request):
     """The file's JupyterLab, for lesson 08 or the path given by indirect parametrization
@@ -163,7 +135,7 @@ def lab(lab_server, request):
     try:
         yield base, token
     finally:
-        _end_sessions(base, token)
+        end_sessions(base, token)
 
 
 @pytest.fixture
@@ -217,17 +189,8 @@ def _run_all(page, attempts: int = 4) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium for the file's tests (each opens a page of its own, in a fresh
-    browser context: no cookie or storage passes from one test to the next)."""
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright Python package is not installed")
-    path = _chromium()
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, timeout=60_000)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    """One headless Chromium for the file's tests."""
+    yield from launched_chromium()
 
 
 def test_serving_lesson_in_jupyterlab(browser, lab):
@@ -242,13 +205,7 @@ def test_serving_lesson_in_jupyterlab(browser, lab):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)
     try:
-        page.goto(f"{base}/lab/tree/notebooks/{LESSON.name}?reset&token={token}",
-                  wait_until="domcontentloaded")
-        page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                               timeout=120_000)
-        page.wait_for_timeout(1_000)
-        _run_all(page)
+        _open(page, base, token, LESSON)
         page.screenshot(path=str(ARTIFACTS / "serving-lesson-top.png"))
         _wait_text(page, ".sx-s-ttft", opening, 600_000)     # the last cell has run
         notebook = page.locator(".jp-Notebook").first.inner_text()

@@ -5,7 +5,6 @@
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -15,14 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import CHROMIUM_ARGS, POLL_MS, chromium_path
 
 from schedatrix.course import serve
 from schedatrix.errors import InputError
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 
 def _parser():
@@ -66,23 +63,16 @@ def test_missing_voila_is_one_clear_error(monkeypatch):
         serve.serve(argparse.Namespace(port=8866, open=False))
 
 
-def _chromium():
-    if os.path.exists("/usr/bin/chromium"):
-        return "/usr/bin/chromium"
-    return shutil.which("chromium")
-
-
 def _wait_text(page, css: str, needle: str, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(
         "([css, needle]) => { const el = document.querySelector(css);"
         " return el !== null && el.innerText.includes(needle); }",
-        arg=[css, needle], timeout=timeout_ms, polling=250)   # ms; playwright's default
-    # runs the test at every animation frame, each a layout of the page
+        arg=[css, needle], timeout=timeout_ms, polling=POLL_MS)
 
 
 def _drive(url: str) -> None:
     """Open the page in headless Chromium, check the opening month, turn the shape knob."""
-    chromium = _chromium()
+    chromium = chromium_path()
     if chromium is None:
         return
     try:
@@ -106,7 +96,7 @@ def _drive(url: str) -> None:
             # the month's plot arrives after the readout
             page.wait_for_function(
                 "([css, before]) => (el => el && el.src != before)(document.querySelector(css))",
-                arg=[plot, before], timeout=60_000, polling=250)
+                arg=[plot, before], timeout=60_000, polling=POLL_MS)
             page.screenshot(path=str(ARTIFACTS / "voila-jumpy.png"), full_page=True)
             body = page.inner_text("body")
             # Only what follows the knobs: no fixed printout of the opening month.
