@@ -334,9 +334,7 @@ class PerfModel:
         times)."""
         table = self._tok_table = self._tables["tok"]   # another model may have grown it
         if tokens >= len(table):
-            size = 1 << max(tokens, TABLE_BLOCK).bit_length()
-            grown = table + self._blocks(len(table), size, lambda t: (t, np.ones_like(t)), 0)
-            self._tok_table = self._tables["tok"] = table = grown
+            table = self._tok_table = self._grow("tok", tokens)
         return table[tokens]
 
     def _seq_s(self, seqs: int) -> float:
@@ -344,19 +342,26 @@ class PerfModel:
         sampling), from a table like :meth:`_token_s`'s."""
         table = self._seq_table = self._tables["seq"]
         if seqs >= len(table):
-            size = 1 << max(seqs, TABLE_BLOCK).bit_length()
-            grown = table + self._blocks(len(table), size, lambda q: (np.ones_like(q), q), 1)
-            self._seq_table = self._tables["seq"] = table = grown
+            table = self._seq_table = self._grow("seq", seqs)
         return table[seqs]
 
-    def _blocks(self, start: int, stop: int, args, part: int) -> list[float]:
-        """Entries ``start`` to ``stop`` of a table (both multiples of TABLE_BLOCK), computed a
-        block at a time: ``args`` makes the (tokens, seqs) arrays of a block's counts."""
-        out: list[float] = []
-        for first in range(start, stop, TABLE_BLOCK):
+    def _grow(self, name: str, count: int) -> list[float]:
+        """The shared table ``name`` ("tok" or "seq") grown to the power of two above
+        ``count``, a block of TABLE_BLOCK counts at a time (the token part of an iteration of
+        that many tokens and one sequence, or the sequence part of that many sequences of one
+        token each)."""
+        table = self._tables[name]
+        stop = 1 << max(count, TABLE_BLOCK).bit_length()
+        grown = list(table)
+        for first in range(len(table), stop, TABLE_BLOCK):
             counts = np.arange(first, first + TABLE_BLOCK, dtype=float)
-            out += self._split_parts(*args(counts))[part].tolist()
-        return out
+            ones = np.ones_like(counts)
+            if name == "tok":
+                grown += self._split_parts(counts, ones)[0].tolist()
+            else:
+                grown += self._split_parts(ones, counts)[1].tolist()
+        self._tables[name] = grown
+        return grown
 
     def _split_parts(self, tokens, seqs):
         """(token part, sequence part) of an iteration's time, elementwise over arrays: what
