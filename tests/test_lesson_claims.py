@@ -315,38 +315,16 @@ def folded_answers(lesson: str) -> list[tuple[str, str]]:
     return found
 
 
-def _simulate_once(monkeypatch) -> None:
-    """While a folded answer runs, the acceptance harness simulates each distinct (load, design,
-    faults, resilience) once: lesson 12's answer asks for seeds 0, 0-2 and 0-4 of the same
-    scenario, 96 runs of which 48 differ. A run is a pure function of those (same seed, same
-    run: nbval's two passes and the same-seed tests hold the simulator to it), so what the
-    answer prints is the same."""
-    import hashlib
-    import pickle
-
-    from schedatrix.serving.harness import accept, acceptance
-
-    real, runs = accept.simulate, {}
-
-    def once(*args, **kw):
-        key = hashlib.sha256(pickle.dumps((args, sorted(kw.items())))).hexdigest()
-        if key not in runs:
-            runs[key] = real(*args, **kw)
-        return runs[key]
-
-    monkeypatch.setattr(accept, "simulate", once)
-    monkeypatch.setattr(acceptance, "simulate", once)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", ["00", "01", "03", "04", "12"])
-def test_a_folded_answer_states_what_its_code_prints(lesson, monkeypatch):
+def test_a_folded_answer_states_what_its_code_prints(lesson):
     """A folded answer is Markdown, which nbval does not run: this runs its code (it stands
-    alone, imports and all) and holds the text under it to what it prints."""
+    alone, imports and all) and holds the text under it to what it prints. (Lesson 12's asks
+    for seeds 0, 0-2 and 0-4 of one scenario, 96 runs of which 48 differ: the memo of runs,
+    ``schedatrix.serving.sim.memo``, simulates each once.)"""
     import contextlib
     import io
 
-    _simulate_once(monkeypatch)
     answers = folded_answers(lesson)
     assert answers, f"lesson {lesson} has no folded answer"
     for code, shown in answers:
