@@ -29,13 +29,13 @@ from pathlib import Path
 
 import nbformat
 
-from schedatrix.classroom.evaluation import evaluate
-from schedatrix.classroom.exercises import exercise_of
-from schedatrix.classroom.grade_folder import grade_folder
-from schedatrix.classroom.grade_notebook import verdicts
-from schedatrix.classroom.nbval_sandbox import run_nbval
-from schedatrix.classroom.sandbox import Limits, choose
-from schedatrix.classroom.submissions import parse_notebook
+from schedatrix.classroom.checking.exercises import exercise_of
+from schedatrix.classroom.grader.evaluation import evaluate
+from schedatrix.classroom.grader.grade_folder import grade_folder
+from schedatrix.classroom.grader.grade_notebook import verdicts
+from schedatrix.classroom.grader.nbval_sandbox import run_nbval
+from schedatrix.classroom.grader.sandbox import Limits, choose
+from schedatrix.classroom.grader.submissions import parse_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months"]

@@ -130,9 +130,9 @@ def side_by_side(repeat: int) -> None:
 
 
 def sweep(grid_path: Path, workers: int) -> None:
-    from schedatrix.serving.harness.grid import load_grid
-    from schedatrix.serving.harness.sweep import ray_available, run_sweep
-    from schedatrix.serving.harness.sweep_report import csv_text
+    from schedatrix.serving.scenarios.grid import load_grid
+    from schedatrix.serving.sweeps.sweep import ray_available, run_sweep
+    from schedatrix.serving.sweeps.sweep_report import csv_text
     grid = load_grid(grid_path)
     print(f"4. Sweep {grid_path.name}: {grid.describe()} "
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
@@ -153,7 +153,7 @@ def sweep(grid_path: Path, workers: int) -> None:
     else:
         import ray
 
-        from schedatrix.serving.harness.sweep import start_ray
+        from schedatrix.serving.sweeps.sweep import start_ray
         w = time.perf_counter()
         start_ray("local", workers)
         start_s = time.perf_counter() - w
@@ -189,7 +189,7 @@ def run_sections(args) -> None:
         million_child(args.child)
         return
     if args.sweep:
-        from schedatrix.serving.harness.sweep import default_workers
+        from schedatrix.serving.sweeps.sweep import default_workers
         sweep(args.grid, args.workers or default_workers())
         return
     azure_hour(args.repeat)

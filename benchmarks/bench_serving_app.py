@@ -7,7 +7,7 @@ Builds the serving app (no browser: the time is the kernel side: generate the lo
 on one replica, the figures, the verdict and the PNG of each request's TTFT and TPOT), then
 turns a different knob each time, ``--changes`` times, and prints the median and the 90th
 percentile. Target: median under 150 ms. In the same run it times the fleet walkthrough's
-knobs the same way (``bench_walkthrough.py``), a reference for how busy the machine is: on a
+knobs the same way (both from ``knob_timing.py``), a reference for how busy the machine is: on a
 shared machine both move together. It also times lesson 11's fault timeline (a knob -> the
 plan and the timeline picture; the run itself waits for a button). ``--seeds`` also times the
 heavy button (5 seeds x 1,000 requests), which is not a knob's redraw.
@@ -24,42 +24,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_walkthrough import knob_latency as walkthrough_latency  # noqa: E402
-from bench_walkthrough import percentile, turn_knobs  # noqa: E402
+from knob_timing import line, serving_latency, walkthrough_latency  # noqa: E402
 
-# One value sequence per knob of a one-replica design: each change moves one knob.
-MOVES = {
-    "rate": [5.0, 6.0, 3.0, 7.0, 4.5],
-    "burstiness": [0.5, 1.0, 0.25, 2.0],
-    "lengths": ["random", "hour"],
-    "gpu": ["h100-80gb", "h200", "a100-80gb"],
-    "model": ["llama-3.2-3b", "llama-2-7b", "llama-3.1-8b"],
-    "tp": [2, 1],
-    "max_batch": [32, 8, 256, 64],
-    "max_batched_tokens": [2048, 512, 8192],
-    "ttft_slo": [0.5, 2.0, 1.0],
-    "tpot_slo": [0.05, 0.2, 0.1],
-    "seed": [1, 2, 3, 0],
-}
-
-
-def knob_latency(changes: int) -> list[float]:
-    """The knobs come back to values they had: with the memo of runs on, those redraws would
-    skip the simulation; it is off, so every change is timed as a first visit."""
-    from schedatrix.course.serving_app import ServingApp
-    from schedatrix.serving.sim import memo
-
-    def one_replica_run(app) -> None:
-        assert app.outcome is not None and app.setting().replicas == 1, app.error
-
-    with memo.off():
-        return turn_knobs(ServingApp(), MOVES, changes, one_replica_run)
-
+#: Each redraw's target: median under this.
+TARGET_MS = 150
 
 def fault_timeline_latency(changes: int) -> list[float]:
     """Lesson 11's fault timeline: a knob (when, how long, which replica) -> plan and picture
     redrawn (no simulation: the run waits for its button)."""
-    from schedatrix.course.fault_app import FaultApp
+    from schedatrix.course.apps.fault_app import FaultApp
 
     app = FaultApp()
     moves = itertools.cycle([("at_s", v) for v in (60, 90, 150, 200)] +
@@ -79,7 +52,7 @@ def fault_timeline_latency(changes: int) -> list[float]:
 
 
 def seeds_latency(presses: int) -> list[float]:
-    from schedatrix.course.serving_app import ServingApp
+    from schedatrix.course.apps.serving_app import ServingApp
     from schedatrix.serving.sim import memo
 
     app = ServingApp()
@@ -93,14 +66,6 @@ def seeds_latency(presses: int) -> list[float]:
     return times
 
 
-def line(label: str, times: list[float]) -> str:
-    ms = [t * 1000 for t in times]
-    median = statistics.median(ms)
-    return (f"{label}, {len(ms)} changes: median {median:.1f} ms, p90 "
-            f"{percentile(ms, 0.9):.1f} ms, max {max(ms):.1f} ms (target median < 150 ms: "
-            f"{'met' if median < 150 else 'MISSED'})")
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=40, help="knob changes to time")
@@ -111,11 +76,11 @@ def main(argv=None) -> int:
 
     matplotlib.use("Agg")  # the apps render PNGs themselves; no window, no notebook here
     print(line("serving app, one replica: knob change -> figures + plot",
-               knob_latency(args.changes)))
+               serving_latency(args.changes), TARGET_MS))
     print(line("reference: the fleet walkthrough, knob change -> readout + plots",
                walkthrough_latency(args.changes)))
     print(line("fault timeline (lesson 11), knob change -> plan + timeline picture",
-               fault_timeline_latency(args.changes)))
+               fault_timeline_latency(args.changes), TARGET_MS))
     if args.seeds:
         times = seeds_latency(3)
         print(f"serving app, seeds button (5 seeds x 1,000 requests), 3 presses: median "

@@ -265,10 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Subcommands that live beside their own modules (audit, course tools)."""
     from .audit.cli import add_audit_parser
-    from .classroom.grade_folder import add_grade_parser
-    from .classroom.release import add_release_parser
-    from .course.drills_cli import add_drills_parser
-    from .course.serve import add_serve_parser
+    from .classroom.grader.grade_folder import add_grade_parser
+    from .classroom.releases.release import add_release_parser
+    from .course.apps.serve import add_serve_parser
+    from .course.drills.cli import add_drills_parser
     from .serving.cli import add_serving_parser
 
     return [add_audit_parser, add_serving_parser, add_serve_parser, add_drills_parser,

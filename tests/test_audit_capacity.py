@@ -16,7 +16,7 @@ from schedatrix.audit.report import markdown, to_json, verdict
 from schedatrix.audit.synth import constant_rate_csv, packaged_hour
 from schedatrix.audit.tally import SAMPLE_PAIRS, Tally, _mix, row_code, tally_traces
 from schedatrix.errors import InputError
-from schedatrix.serving.harness.capacity import replica_capacity
+from schedatrix.serving.studies.capacity import replica_capacity
 from schedatrix.traces.convert import Chunk
 
 NOTE = """

@@ -31,10 +31,10 @@ from pathlib import Path
 import pytest
 from browser_support import POLL_MS, end_sessions, launched_chromium
 
-from schedatrix.course import serve
-from schedatrix.course.design_app import DesignApp
-from schedatrix.course.serving_app import ServingApp
-from schedatrix.course.serving_knobs import Setting
+from schedatrix.course.apps import serve
+from schedatrix.course.apps.design_app import DesignApp
+from schedatrix.course.apps.serving_app import ServingApp
+from schedatrix.course.apps.serving_knobs import Setting
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = ROOT / "notebooks" / "08_serving_replica.ipynb"
@@ -284,7 +284,7 @@ def _wait_idle_after_run(page, timeout_ms: int = 600_000) -> None:
 
 @pytest.mark.parametrize("lab", [FAULTS], indirect=True)
 def test_fault_lesson_in_jupyterlab(browser, lab):
-    from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
+    from schedatrix.course.apps.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
     from schedatrix.serving.cluster.faults import Fault
     from schedatrix.serving.load.workload import generate
 
@@ -356,14 +356,14 @@ def test_lessons_10_and_12_run_in_jupyterlab(browser, lab, request):
             page.locator("h1:text-is('Decision record: serving design')").first \
                 .scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "lesson-12-decision-record.png"))
-            from schedatrix.course.review_app import ReviewApp
+            from schedatrix.course.apps.review_app import ReviewApp
             expected = ReviewApp()
             expected.knobs["designs"].value = ("3 x TP1", "4 x TP1")
             expected.review()
             page.locator(".sx-r-knob-designs select").first.select_option(
                 ["3 x TP1", "4 x TP1"])
             page.locator(".sx-r-run button, button.sx-r-run").first.click()
-            from schedatrix.serving.harness.accept import chosen
+            from schedatrix.serving.studies.accept import chosen
             _wait_text(page, ".sx-r-result",
                        f"Chosen: {chosen(expected.results).design.name},", 600_000)
             # the same words (the page and the tag-stripped HTML space them differently)

@@ -59,7 +59,7 @@ def test_the_command_line_is_named_by_its_subcommand():
         == "command line: schedatrix serving compare"
     assert census.cli_kind("python -m schedatrix month --preset bargain-shortfall") \
         == "command line: schedatrix month"
-    assert census.cli_kind("python -m schedatrix.classroom.checker") is None
+    assert census.cli_kind("python -m schedatrix.classroom.checking.checker") is None
 
 
 def test_descendants_follow_parents_only():

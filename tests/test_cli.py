@@ -131,7 +131,7 @@ def test_a_plain_install_names_the_extra_in_one_line(tmp_path, args):
 
 
 def test_grade_without_a_sandbox_stops_in_one_line_saying_why(tmp_path, monkeypatch, capsys):
-    from schedatrix.classroom import sandbox
+    from schedatrix.classroom.grader import sandbox
 
     reasons = {"bubblewrap": "bwrap is not installed",
                "setuid": "the sandbox's uid cannot read /root (mode 0700, owner uid 0), on "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from schedatrix.course.drill_app import drill_app
-from schedatrix.course.drills import drill
+from schedatrix.course.apps.drill_app import drill_app
+from schedatrix.course.drills.fleet import drill
 from schedatrix.course.live import page_text
 from schedatrix.errors import InputError
 

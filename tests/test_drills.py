@@ -17,9 +17,8 @@ import pytest
 
 import schedatrix as s
 from schedatrix.cli import build_parser, plan_from_args
-from schedatrix.course.drill_bank import KINDS, LOOKUPS
-from schedatrix.course.drill_kit import format_drill_set
-from schedatrix.course.drills import (
+from schedatrix.course.drills.cli import add_drills_parser
+from schedatrix.course.drills.fleet import (
     MAX_LOOKUPS,
     MONTH_KINDS,
     PER_DRILL,
@@ -27,7 +26,8 @@ from schedatrix.course.drills import (
     drill,
     drill_set,
 )
-from schedatrix.course.drills_cli import add_drills_parser
+from schedatrix.course.drills.fleet_bank import KINDS, LOOKUPS
+from schedatrix.course.drills.kit import format_drill_set
 from schedatrix.errors import InputError
 
 MANY = 400  # drills scanned by the leak and balance tests
@@ -48,7 +48,7 @@ def test_same_number_same_drill_and_different_numbers_differ():
 
 
 def test_drill_is_stable_across_processes():
-    code = "from schedatrix.course.drills import drill; print(drill(12).text(answers=True))"
+    code = "from schedatrix.course.drills.fleet import drill; print(drill(12).text(answers=True))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out == drill(12).text(answers=True) + "\n"

@@ -14,7 +14,8 @@ import nbformat
 import pytest
 from conftest import isolated_pytest
 
-from schedatrix.classroom.release import (
+from schedatrix.classroom.grader.sandbox import package_dir as s_package_dir
+from schedatrix.classroom.releases.release import (
     BEGIN,
     END,
     add_release_parser,
@@ -25,7 +26,6 @@ from schedatrix.classroom.release import (
     stub_source,
     write_release,
 )
-from schedatrix.classroom.sandbox import package_dir as s_package_dir
 from schedatrix.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,9 +259,9 @@ def test_every_solution_passes_its_checks_under_the_suites_nbval():
 def test_the_graders_evaluation_passes_each_solution_and_fails_each_stub(name, sandbox):
     """Without the library's answers, the solutions' own functions still pass every check,
     and the untouched exercise fails on its stub, in the words the student sees."""
-    from schedatrix.classroom.evaluation import evaluate
-    from schedatrix.classroom.exercises import EXERCISES as REGISTRY
-    from schedatrix.classroom.sandbox import Limits
+    from schedatrix.classroom.checking.exercises import EXERCISES as REGISTRY
+    from schedatrix.classroom.grader.evaluation import evaluate
+    from schedatrix.classroom.grader.sandbox import Limits
 
     exercise, limits = REGISTRY[name], Limits(notebook_timeout_s=240)
     solved = evaluate(nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4), exercise,
@@ -318,7 +318,7 @@ def _solved(name: str, dst: Path) -> None:
 def sandbox():
     """The sandbox `auto` picks here; where there is none, `none`, asked for by name (the
     tests that need a sandbox skip, saying so)."""
-    from schedatrix.classroom.sandbox import choose
+    from schedatrix.classroom.grader.sandbox import choose
 
     try:
         return choose("auto")
@@ -329,8 +329,8 @@ def sandbox():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, sandbox):
     """Build the class, grade it, and return (grades by student, the paths involved)."""
-    from schedatrix.classroom.grade_folder import grade_folder
-    from schedatrix.classroom.sandbox import Limits
+    from schedatrix.classroom.grader.grade_folder import grade_folder
+    from schedatrix.classroom.grader.sandbox import Limits
 
     tmp = tmp_path_factory.mktemp("class")
     subs = tmp / "submissions"
@@ -371,10 +371,10 @@ def graded(tmp_path_factory, sandbox):
         "import schedatrix.classroom.grading as g\n"
         f"g.check_score = lambda f: print({SUCCESS.strip()!r})"])
     student("replaces_reference", wrong, before_check=[
-        "import schedatrix, schedatrix.fleet.score, schedatrix.classroom.checks as c\n"
+        "import schedatrix, schedatrix.fleet.score, schedatrix.classroom.checking.checks as c\n"
         "c._score = schedatrix.fleet.score.score = schedatrix.score = score_card"])
     student("replaces_math", wrong, before_check=[
-        "import types, schedatrix.classroom.checks as c\n"
+        "import types, schedatrix.classroom.checking.checks as c\n"
         "c.math = types.SimpleNamespace(isclose=lambda *a, **k: True)"])
     student("custom_exc", wrong, before_check=[
         "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)"])
@@ -458,7 +458,8 @@ def graded(tmp_path_factory, sandbox):
     # issue 18: what got through the first sandbox, each with a wrong answer or none
     student("forges_session", wrong, check_output=SUCCESS, before_check=[
         "import schedatrix\n"
-        "from schedatrix.classroom import boundary, grading\n"
+        "from schedatrix.classroom.checking import boundary\n"
+        "from schedatrix.classroom import grading\n"
         "with boundary.connect() as channel:  # its own session, answered by the library\n"
         "    boundary.serve_check(channel, 'check_score', {'score_card': schedatrix.score})\n"
         f"grading.run_check = lambda name, **functions: print({SUCCESS.strip()!r})"])
@@ -466,7 +467,7 @@ def graded(tmp_path_factory, sandbox):
         "import schedatrix as sx\n"
         "return getattr(sx, 'sc' + 'ore')(true_tok_s, rent_per_month)"], before_check=[
         "import contextlib\n"
-        "from schedatrix.classroom import boundary\n"
+        "from schedatrix.classroom.checking import boundary\n"
         "boundary.refused_answers = lambda answers: contextlib.nullcontext([])"])
     score_py = Path(s_package_dir()) / "fleet" / "score.py"
     student("execs_library_source", [
@@ -605,7 +606,7 @@ def test_a_notebook_cannot_hold_the_grader(graded):
 
 def test_a_pipe_is_refused_unopened_and_a_name_cannot_forge_a_row(graded):
     """Issue 18, items 4 and 5."""
-    from schedatrix.classroom.grade_folder import format_table
+    from schedatrix.classroom.grader.grade_folder import format_table
 
     fifo = _grade(graded, "fifo")
     assert not fifo.passed and fifo.failure == "not a valid notebook: a named pipe, not a file"
@@ -705,15 +706,15 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeyp
     monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")
     import ray
 
-    from schedatrix.classroom.grade_folder import grade_folder
-    from schedatrix.classroom.sandbox import Limits
+    from schedatrix.classroom.grader.grade_folder import grade_folder
+    from schedatrix.classroom.grader.sandbox import Limits
 
     subs = graded[1]["alice"].parents[1]
     for name in ("alice", "carol"):
         (tmp_path / name).mkdir()
         shutil.copy(subs / name / "01_score.ipynb", tmp_path / name / "01_score.ipynb")
     limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)   # as the class's
-    from schedatrix.serving.harness import ray_start
+    from schedatrix.serving.sweeps import ray_start
 
     try:   # as the grader starts it (a slow local start tried twice), with two workers
         ray_start.start(ray, None, "a local Ray", num_cpus=2, include_dashboard=False,
@@ -730,7 +731,7 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeyp
 
 
 def test_the_table(graded):
-    from schedatrix.classroom.grade_folder import format_table
+    from schedatrix.classroom.grader.grade_folder import format_table
 
     grades = sorted(graded[0].values(), key=lambda g: (g.student, g.exercise))
     lines = format_table(grades).splitlines()
@@ -742,7 +743,7 @@ def test_the_table(graded):
 
 
 def test_grade_folder_bad_input(tmp_path):
-    from schedatrix.classroom.grade_folder import grade_folder
+    from schedatrix.classroom.grader.grade_folder import grade_folder
 
     with pytest.raises(InputError, match="DIR must"):
         grade_folder(tmp_path / "nope")
@@ -752,7 +753,7 @@ def test_grade_folder_bad_input(tmp_path):
 
 
 def test_a_linked_notebook_is_not_followed(tmp_path):
-    from schedatrix.classroom.submissions import read_notebook
+    from schedatrix.classroom.grader.submissions import read_notebook
 
     (tmp_path / "secret").write_text("{}")
     (tmp_path / "link.ipynb").symlink_to(tmp_path / "secret")
@@ -763,7 +764,7 @@ def test_a_linked_notebook_is_not_followed(tmp_path):
 def test_a_pipe_or_a_device_is_refused_without_waiting(tmp_path):
     import threading
 
-    from schedatrix.classroom.submissions import read_notebook
+    from schedatrix.classroom.grader.submissions import read_notebook
 
     os.mkfifo(tmp_path / "pipe.ipynb")  # opened for reading, a pipe would wait for a writer
     (tmp_path / "folder.ipynb").mkdir()
@@ -782,8 +783,8 @@ def test_each_notebook_is_graded_from_what_was_handed_in(tmp_path):
     """Issue 18, item 6: under --sandbox none a saboteur can write another student's file,
     but every notebook was read before any code ran; and every row says there was no
     sandbox."""
-    from schedatrix.classroom.grade_folder import format_table, grade_folder
-    from schedatrix.classroom.sandbox import Limits
+    from schedatrix.classroom.grader.grade_folder import format_table, grade_folder
+    from schedatrix.classroom.grader.sandbox import Limits
 
     victim = tmp_path / "b_victim" / "01_score.ipynb"
     _fill(EXERCISES / "01_score.ipynb", victim, [RIGHT_SCORE])
@@ -800,7 +801,7 @@ def test_each_notebook_is_graded_from_what_was_handed_in(tmp_path):
 
 
 def test_grade_command_parser_and_bad_input(tmp_path):
-    from schedatrix.classroom.grade_folder import add_grade_parser
+    from schedatrix.classroom.grader.grade_folder import add_grade_parser
 
     parser = argparse.ArgumentParser()
     add_grade_parser(parser.add_subparsers())

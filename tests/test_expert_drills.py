@@ -1,4 +1,4 @@
-"""Lesson 13's drill kinds (schedatrix/course/expert_drills.py): their answers are the library's,
+"""Lesson 13's drill kinds (schedatrix/course/drills/expert.py): their answers are the library's,
 their prompts print what the answers are computed from, the same seed gives the same question."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from schedatrix.course.expert_drills import KINDS, expert_reads, fp8_weights
+from schedatrix.course.drills.expert import KINDS, expert_reads, fp8_weights
 from schedatrix.serving.perf import PerfModel
 from schedatrix.serving.perf.catalog import MODELS
 

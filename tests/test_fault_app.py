@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from schedatrix.course.fault_app import (
+from schedatrix.course.apps.fault_app import (
     FAULT_DESIGN,
     FAULT_LOAD,
     FaultApp,

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import schedatrix as s
-from schedatrix.classroom import boundary, exercises
-from schedatrix.classroom import checks as grading
 from schedatrix.classroom import grading as cells
-from schedatrix.classroom.checker import run_session
+from schedatrix.classroom.checking import boundary, exercises
+from schedatrix.classroom.checking import checks as grading
+from schedatrix.classroom.checking.checker import run_session
 
 # ---------------------------------------------------------------- learner-style implementations
 
@@ -420,7 +420,7 @@ def test_the_template_rule_refuses_every_change_to_the_check_cells():
 
 
 def test_every_check_cell_function_is_registered_and_has_a_check():
-    from schedatrix.classroom.checks import CHECKS as CHECK_FUNCTIONS
+    from schedatrix.classroom.checking.checks import CHECKS as CHECK_FUNCTIONS
 
     assert set(exercises.CHECKS) == set(CHECK_FUNCTIONS)
     for name in exercises.CHECKS:
@@ -459,7 +459,7 @@ def test_answers_are_read_as_plain_data_and_never_rebuilt_into_months(monkeypatc
 def _in_the_copy(exercise: str, code: str) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh Python that imports the exercise's answer-free copy as the
     grader's evaluation does (and nothing else of the package)."""
-    from schedatrix.classroom import answer_free
+    from schedatrix.classroom.grader import answer_free
 
     package = answer_free.package_for(exercises.EXERCISES[exercise])
     prelude = ("import sys\n"
@@ -522,7 +522,7 @@ def test_a_computed_name_reaches_the_refusal_too():
 
 
 def test_stubbing_keeps_signatures_decorators_and_the_rest_of_the_module():
-    from schedatrix.classroom.answer_free import stub_source
+    from schedatrix.classroom.grader.answer_free import stub_source
 
     source = ("import functools\n\n\ndef keep(x):\n    return x\n\n\n@functools.cache\n"
               "def answer(a, b=2):\n    \"\"\"Doc.\"\"\"\n    return a + b  # the answer\n\n\n"
@@ -537,11 +537,11 @@ def test_stubbing_keeps_signatures_decorators_and_the_rest_of_the_module():
 
 
 def test_only_the_evaluation_decides_a_pass():
-    from schedatrix.classroom.checker import Session
-    from schedatrix.classroom.evaluation import Evaluation
-    from schedatrix.classroom.grade_notebook import decide
-    from schedatrix.classroom.nbval_sandbox import Run
-    from schedatrix.classroom.sandbox import Limits
+    from schedatrix.classroom.checking.checker import Session
+    from schedatrix.classroom.grader.evaluation import Evaluation
+    from schedatrix.classroom.grader.grade_notebook import decide
+    from schedatrix.classroom.grader.nbval_sandbox import Run
+    from schedatrix.classroom.grader.sandbox import Limits
 
     ex = exercises.EXERCISES["01_score"]
     perfect = Run(reached=["check_score"], exit_code=0)  # what a kernel could make up
@@ -562,7 +562,7 @@ def test_only_the_evaluation_decides_a_pass():
 def test_a_note_names_only_what_the_graded_functions_use():
     import nbformat
 
-    from schedatrix.classroom.copying import library_calls
+    from schedatrix.classroom.releases.copying import library_calls
 
     root = exercises.__file__.rsplit("/schedatrix/", 1)[0]
     for name, ex in exercises.EXERCISES.items():  # item 7: the templates' own imports
@@ -582,7 +582,7 @@ def test_a_note_names_only_what_the_graded_functions_use():
 
 
 def test_auto_never_falls_back_to_no_sandbox(monkeypatch):
-    from schedatrix.classroom import sandbox
+    from schedatrix.classroom.grader import sandbox
 
     monkeypatch.setattr(sandbox, "_probed", lambda kind: "" if kind == "none" else "broken")
     with pytest.raises(s.InputError, match=r"found no sandbox here \(bubblewrap: broken; "
@@ -593,7 +593,7 @@ def test_auto_never_falls_back_to_no_sandbox(monkeypatch):
 
 
 def test_a_probe_is_tried_again_and_waits_long(monkeypatch):
-    from schedatrix.classroom import sandbox
+    from schedatrix.classroom.grader import sandbox
 
     tries = []
 
@@ -611,7 +611,7 @@ def test_a_probe_is_tried_again_and_waits_long(monkeypatch):
 def test_the_probe_names_what_the_sandbox_uid_cannot_read():
     import tempfile
 
-    from schedatrix.classroom.sandbox import UID_BASE, unreadable_for
+    from schedatrix.classroom.grader.sandbox import UID_BASE, unreadable_for
 
     top = Path(tempfile.mkdtemp())  # under /tmp, which every uid may pass (pytest's is 0700)
     home = top / "home"

@@ -16,9 +16,9 @@ import nbformat
 import numpy as np
 import pytest
 
-from schedatrix.classroom import checks_month as cm
-from schedatrix.classroom import checks_serving as cs
-from schedatrix.classroom import exercises as ex
+from schedatrix.classroom.checking import checks_month as cm
+from schedatrix.classroom.checking import checks_serving as cs
+from schedatrix.classroom.checking import exercises as ex
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,7 +51,7 @@ def fails(check, *functions, match: str):
 def test_each_solution_passes_its_checks(name):
     ns = solution(name)
     for check in ex.EXERCISES[name].checks:
-        from schedatrix.classroom.checks import CHECKS
+        from schedatrix.classroom.checking.checks import CHECKS
 
         line = CHECKS[check.name](*[ns[f] for f in check.functions])
         assert line.startswith(f"{check.name}: all ") and line.endswith("Well done!")

@@ -29,12 +29,13 @@ from schedatrix.errors import InputError
 from schedatrix.fleet.odds import check_odds
 from schedatrix.serving.cluster.deployment import Design
 from schedatrix.serving.cluster.faults import parse_fault
-from schedatrix.serving.harness import footprint
-from schedatrix.serving.harness.accept import FaultCriteria, accept, accept_json, chosen
-from schedatrix.serving.harness.acceptance import Criteria, evaluate
-from schedatrix.serving.harness.scenario import scenario_from_dict
+from schedatrix.serving.intake import footprint
 from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load, generate
+from schedatrix.serving.reports.decision_record import accept_json
+from schedatrix.serving.scenarios.scenario import scenario_from_dict
+from schedatrix.serving.studies.accept import FaultCriteria, accept, chosen
+from schedatrix.serving.studies.acceptance import Criteria, evaluate
 from schedatrix.traces import reader as trace_reader
 from schedatrix.traces.blocks import BLOCK_BYTES, MAX_LINE_BYTES, Blocks
 from schedatrix.traces.reader import TraceReader, read_trace

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from conftest import finished, isolated_pytest_start
 
-from schedatrix.classroom.kernel_start import ATTEMPTS, KernelRestarted, patient
+from schedatrix.classroom.grader.kernel_start import ATTEMPTS, KernelRestarted, patient
 
 
 class _Starts:

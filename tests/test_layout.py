@@ -23,12 +23,24 @@ ALLOWED = {
     "course": {"top", "fleet", "traces", "audit", "serving"},
     "classroom": {"top", "fleet", "traces", "audit", "serving", "course"},
 }
-#: The serving wing's rooms, lowest first: a room imports only rooms before it (and the
-#: wing's loose modules below them all, ``numbers``); ``cli`` sits on top of every room.
-SERVING_ROOMS = ("load", "perf", "replica", "cluster", "figures", "sim", "harness")
-SERVING_LOOSE = {"__init__", "numbers", "cli"}
+#: Each wing that lives in rooms: its rooms, lowest first (a room imports only rooms before it,
+#: and the wing's loose modules named ``below``), and its loose modules. A loose module that is
+#: neither below the rooms nor ``__init__`` sits on top of them all (``cli``, ``grading``).
+ROOMED = {
+    "serving": {"rooms": ("load", "perf", "replica", "cluster", "figures", "sim", "intake",
+                          "studies", "scenarios", "reports", "sweeps"),
+                "loose": {"__init__", "numbers", "cli"}, "below": {"numbers"}},
+    "course": {"rooms": ("figures", "drills", "apps"),
+               "loose": {"__init__", "live", "progress"}, "below": {"live", "progress"}},
+    "classroom": {"rooms": ("checking", "releases", "grader"),
+                  "loose": {"__init__", "grading"}, "below": set()},
+}
+SERVING_ROOMS = ROOMED["serving"]["rooms"]
 #: No package folder holds more modules than this (a newcomer can see a folder's parts).
 MAX_MODULES = 24
+#: ... and no room of a wing in rooms (nor the harness's, the course's and the classroom's
+#: loose modules) more than this.
+MAX_ROOM_MODULES = 16
 #: Top-level modules a wing may import: the error type and the packaged example files (the
 #: command line wires wings, so none may import it).
 TOP_SHARED = {"errors", "examples"}
@@ -169,29 +181,63 @@ def test_no_package_folder_holds_too_many_modules():
         assert len(modules) <= MAX_MODULES, f"{folder.relative_to(PACKAGE.parent)}: {len(modules)}"
 
 
-def test_the_serving_wing_is_in_rooms_that_import_downhill():
-    serving = PACKAGE / "serving"
-    loose = {p.stem for p in serving.glob("*.py")}
-    assert loose == SERVING_LOOSE
-    rooms = {p.name for p in serving.iterdir() if (p / "__init__.py").exists()}
-    assert rooms == set(SERVING_ROOMS)
+def _rooms_problems(wing: str) -> list[str]:
+    """Every import of a room of ``wing`` that runs uphill (to a later room, or to a loose
+    module on top)."""
+    spec = ROOMED[wing]
+    rooms = spec["rooms"]
     bad = []
-    for room in SERVING_ROOMS:
-        below = set(SERVING_ROOMS[: SERVING_ROOMS.index(room) + 1]) | {"numbers"}
-        for path in sorted((serving / room).glob("*.py")):
+    for room in rooms:
+        below = set(rooms[: rooms.index(room) + 1]) | spec["below"]
+        for path in sorted((PACKAGE / wing / room).rglob("*.py")):
             for line, target in _package_imports(path):
                 parts = target.split(".")
-                if parts[0] != "serving" or len(parts) < 2:
+                if parts[0] != wing or len(parts) < 2:
                     continue
                 if parts[1] not in below:
                     bad.append(f"{path.relative_to(PACKAGE)}:{line} imports schedatrix.{target}")
+    for name in spec["below"]:
+        for line, target in _package_imports(PACKAGE / wing / f"{name}.py"):
+            parts = target.split(".")
+            if parts[0] == wing and len(parts) > 1 and parts[1] in rooms:
+                bad.append(f"{wing}/{name}.py:{line} imports schedatrix.{target}")
+    return bad
+
+
+@pytest.mark.parametrize("wing", sorted(ROOMED))
+def test_each_wing_in_rooms_has_its_rooms_and_few_loose_modules(wing):
+    spec = ROOMED[wing]
+    folder = PACKAGE / wing
+    assert {p.stem for p in folder.glob("*.py")} == spec["loose"]
+    assert {p.name for p in folder.iterdir() if (p / "__init__.py").exists()} == \
+        set(spec["rooms"])
+    for room in spec["rooms"]:
+        n = len([p for p in (folder / room).glob("*.py") if p.stem != "__init__"])
+        assert 0 < n <= MAX_ROOM_MODULES, f"{wing}/{room}: {n} modules"
+
+
+@pytest.mark.parametrize("wing", sorted(ROOMED))
+def test_each_wing_in_rooms_imports_downhill(wing):
+    bad = _rooms_problems(wing)
     assert not bad, "\n".join(bad)
 
 
-def test_each_serving_room_says_what_it_is():
-    for room in SERVING_ROOMS:
-        doc = ast.get_docstring(ast.parse((PACKAGE / "serving" / room / "__init__.py").read_text()))
-        assert doc and len(doc.splitlines()[0]) > 20, room
+def test_the_room_checker_sees_an_uphill_import(tmp_path, monkeypatch):
+    # a figures module of the course importing an app must be caught
+    probe = PACKAGE / "course" / "figures" / "plots.py"
+    source = probe.read_text() + "\nfrom ..apps.walkthrough import Walkthrough\n"
+    real = Path.read_text
+    monkeypatch.setattr(Path, "read_text",
+                        lambda self, *a, **k: source if self == probe else real(self, *a, **k))
+    bad = _rooms_problems("course")
+    assert any("course/figures/plots.py" in b and "course.apps.walkthrough" in b for b in bad)
+
+
+@pytest.mark.parametrize("wing", sorted(ROOMED))
+def test_each_room_says_what_it_is(wing):
+    for room in ROOMED[wing]["rooms"]:
+        doc = ast.get_docstring(ast.parse((PACKAGE / wing / room / "__init__.py").read_text()))
+        assert doc and len(doc.splitlines()[0]) > 20, f"{wing}/{room}"
 
 
 def test_the_top_level_holds_only_what_the_readme_layout_lists():
@@ -216,8 +262,8 @@ def test_the_top_level_holds_only_what_the_readme_layout_lists():
 
 def test_the_grader_and_its_ray_engine_import_one_way():
     graph = _graph()
-    assert "classroom.ray_engine" in graph["classroom.grade_folder"]
-    assert "classroom.grade_folder" not in graph["classroom.ray_engine"]
+    assert "classroom.grader.ray_engine" in graph["classroom.grader.grade_folder"]
+    assert "classroom.grader.grade_folder" not in graph["classroom.grader.ray_engine"]
 
 
 def test_pyarrow_loads_only_with_a_trace_reader():
@@ -226,8 +272,8 @@ def test_pyarrow_loads_only_with_a_trace_reader():
     import subprocess
     import sys
     code = ("import sys\n"
-            "import schedatrix.course.serving_app, schedatrix.serving.cli\n"
-            "import schedatrix.serving.harness.sweep, schedatrix.traces\n"
+            "import schedatrix.course.apps.serving_app, schedatrix.serving.cli\n"
+            "import schedatrix.serving.sweeps.sweep, schedatrix.traces\n"
             "assert 'pyarrow' not in sys.modules, 'pyarrow loaded early'\n"
             "from schedatrix.traces import read_trace\n"
             "from schedatrix.serving.load.replay import replay\n"

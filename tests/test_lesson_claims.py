@@ -287,7 +287,7 @@ def test_04_your_turn_question_1_is_posed_honestly():
 
 
 def test_05_the_bank():
-    from schedatrix.course.drills import MAX_LOOKUPS, QUESTION_KINDS
+    from schedatrix.course.drills.fleet import MAX_LOOKUPS, QUESTION_KINDS
     says("05", "five questions drawn from a bank of thirteen kinds, in a random order")
     assert len(QUESTION_KINDS) == 13
     says("05", "At most two of a drill's five are lookups")

@@ -14,9 +14,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import schedatrix as s  # noqa: E402
-from schedatrix.course import plots  # noqa: E402
-from schedatrix.course.month_plot import MonthPlot, month_panels  # noqa: E402
-from schedatrix.course.png import png  # noqa: E402
+from schedatrix.course.figures import plots  # noqa: E402
+from schedatrix.course.figures.month_plot import MonthPlot, month_panels  # noqa: E402
+from schedatrix.course.figures.png import png  # noqa: E402
 from schedatrix.errors import InputError  # noqa: E402
 
 PLAN = s.Plan()

@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import schedatrix as s  # noqa: E402
-from schedatrix.course import plots  # noqa: E402
+from schedatrix.course.figures import plots  # noqa: E402
 from schedatrix.errors import InputError  # noqa: E402
 from schedatrix.fleet.odds import mattered_vs_noise  # noqa: E402
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, run_in_process
 
 from schedatrix.errors import InputError
-from schedatrix.serving.harness import ray_start
+from schedatrix.serving.sweeps import ray_start
 
 
 class FakeRay:

@@ -3,9 +3,9 @@ gives it."""
 
 from __future__ import annotations
 
-from schedatrix.course.review_app import EXAMPLE, NO_LIMIT, ReviewApp
-from schedatrix.serving.harness.accept import accept, chosen
-from schedatrix.serving.harness.scenario import scenario_from_dict
+from schedatrix.course.apps.review_app import EXAMPLE, NO_LIMIT, ReviewApp
+from schedatrix.serving.scenarios.scenario import scenario_from_dict
+from schedatrix.serving.studies.accept import accept, chosen
 
 SMALL = {
     "load": {"rate": 6, "duration": 120, "input_len": "lognormal:900,0.8",

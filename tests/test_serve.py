@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from browser_support import CHROMIUM_ARGS, POLL_MS, chromium_path
 
-from schedatrix.course import serve
+from schedatrix.course.apps import serve
 from schedatrix.errors import InputError
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"

@@ -6,10 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from schedatrix.course.design_app import DesignApp, comparison_table, design_page
-from schedatrix.course.request_plot import RequestPlot
-from schedatrix.course.serving_app import READOUTS, ServingApp, seconds_text, serving_app
-from schedatrix.course.serving_knobs import (
+from schedatrix.course.apps.design_app import DesignApp, comparison_table, design_page
+from schedatrix.course.apps.serving_app import READOUTS, ServingApp, seconds_text, serving_app
+from schedatrix.course.apps.serving_knobs import (
     DESIGN_MENU,
     Setting,
     design_of,
@@ -18,12 +17,13 @@ from schedatrix.course.serving_knobs import (
     menu_label,
     outcome_of,
 )
+from schedatrix.course.figures.request_plot import RequestPlot
 from schedatrix.errors import InputError
 from schedatrix.serving.figures.metrics import figures
-from schedatrix.serving.harness.acceptance import evaluate
-from schedatrix.serving.harness.compare import compare
 from schedatrix.serving.load.workload import generate
 from schedatrix.serving.sim.simulate import simulate
+from schedatrix.serving.studies.acceptance import evaluate
+from schedatrix.serving.studies.compare import compare
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from schedatrix.errors import InputError
-from schedatrix.serving.harness.capacity import catalog_gpu, catalog_model, replica_capacity
+from schedatrix.serving.studies.capacity import catalog_gpu, catalog_model, replica_capacity
 
 
 @pytest.mark.parametrize("text, key", [
@@ -53,10 +53,10 @@ def test_a_replica_that_does_not_fit_says_so():
 def test_the_table_shows_the_columns_asked_for():
     from schedatrix.errors import InputError
     from schedatrix.serving.cluster.deployment import Design
-    from schedatrix.serving.harness.compare import compare, with_goodput
-    from schedatrix.serving.harness.report import ALL_COLUMNS, table
     from schedatrix.serving.load import Load, generate
     from schedatrix.serving.load.requests import SLOClass
+    from schedatrix.serving.reports.report import ALL_COLUMNS, table
+    from schedatrix.serving.studies.compare import compare, with_goodput
 
     chat = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
     load = Load(rate_rps=3.0, input_len="512", output_len="64", classes=[chat])

@@ -13,11 +13,11 @@ import pytest
 from schedatrix.cli import main
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
-from schedatrix.serving.harness.acceptance import Criteria, evaluate, interval
-from schedatrix.serving.harness.compare import compare
-from schedatrix.serving.harness.scenario import load_scenario, scenario_from_dict
 from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load, generate
+from schedatrix.serving.scenarios.scenario import load_scenario, scenario_from_dict
+from schedatrix.serving.studies.acceptance import Criteria, evaluate, interval
+from schedatrix.serving.studies.compare import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "schedatrix" / "examples" / "serving-compare.toml"
@@ -265,7 +265,7 @@ models = ["llama-3.2-3b", "llama-3.1-70b"]
 def test_compare_runs_the_designs_own_model_once(tmp_path, capsys, monkeypatch):
     # [compare] models may name the designs' own model: its comparison is the main one, and
     # the sweep over models does not run it a second time (the README's example names 8B)
-    from schedatrix.serving.harness import acceptance
+    from schedatrix.serving.studies import acceptance
     runs = []
     real = acceptance.simulate
 

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from schedatrix.cli import main
-from schedatrix.course import serving_drills as sd
+from schedatrix.course.drills import serving as sd
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.faults import Resilience
 from schedatrix.serving.perf.catalog import GPUS, MODELS
@@ -33,7 +33,7 @@ def test_same_number_same_drill_and_different_numbers_differ():
 
 
 def test_a_drill_is_the_same_in_another_process():
-    code = ("from schedatrix.course.serving_drills import serving_drill; "
+    code = ("from schedatrix.course.drills.serving import serving_drill; "
             "print(serving_drill(1234).text(answers=True))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
@@ -62,11 +62,11 @@ def test_no_text_of_a_drill_prints_another_questions_answer(many):
 
 def test_the_leak_scan_sees_a_printed_answer():
     d = next(d for d in sd.serving_drill_set(0, 50)
-             if any(q.grading == "number" for q in d.questions))
-    q = next(q for q in d.questions if q.grading == "number")
+             if any(q.grading == "figure" for q in d.questions))
+    q = next(q for q in d.questions if q.grading == "figure")
     assert sd.leaks(q, f"it is {q.answer * 1.003:,.2f} or so")
     assert not sd.leaks(q, f"it is {q.answer * 1.5:,.2f}")
-    slo = sd.ServingQuestion("slo", "", "tpot", "slo", "", "", "")
+    slo = sd.Question("slo", "", "tpot", "slo", "", "")
     assert sd.leaks(slo, "8.7 ms is over the TPOT SLO of 8 ms")
 
 
@@ -233,16 +233,16 @@ SYSTEM_CHECKS = {"mg1_wait": _check_mg1, "littles_law": _check_little,
 
 
 def test_grading_numbers_counts_and_the_slo_question():
-    q = sd.ServingQuestion("kv_capacity", "", 100_000, "number", "tokens", "", "hint",
-                           rel_tolerance=0.005)
+    q = sd.Question("kv_capacity", "", 100_000, "figure", "", "hint", unit="tokens",
+                    rel_tolerance=0.005)
     assert sd.grade(q, "100,400 tokens")[0] and sd.grade(q, 99_600)[0]
     ok, says = sd.grade(q, "101000")
     assert not ok and "too high" in says and "100,000" not in says
     assert not sd.grade(q, "lots")[0] and not sd.grade(q, "")[0]
-    c = sd.ServingQuestion("kv_per_token", "", 131_072, "count", "bytes", "", "hint")
+    c = sd.Question("kv_per_token", "", 131_072, "count", "", "hint", unit="bytes")
     assert sd.grade(c, "131072")[0] and not sd.grade(c, "131073")[0]
-    s = sd.ServingQuestion("slo", "", "tpot", "slo", "", "", "hint",
-                           accepted=frozenset({"tp", "gpu"}))
+    s = sd.Question("slo", "", "tpot", "slo", "", "hint",
+                    accepted=frozenset({"tp", "gpu"}))
     assert sd.grade(s, "TPOT; double tp")[0]
     assert sd.grade(s, "tpot, gpu")[0]
     ok, says = sd.grade(s, "tpot, max_batch")
@@ -250,8 +250,8 @@ def test_grading_numbers_counts_and_the_slo_question():
     assert not sd.grade(s, "tpot")[0]
     assert not sd.grade(s, "ttft, tp")[0]
     assert not sd.grade(s, "none")[0]
-    n = sd.ServingQuestion("slo", "", "none", "slo", "", "", "hint",
-                           accepted=frozenset({"none"}))
+    n = sd.Question("slo", "", "none", "slo", "", "hint",
+                    accepted=frozenset({"none"}))
     assert sd.grade(n, "none")[0] and not sd.grade(n, "ttft, tp")[0]
 
 

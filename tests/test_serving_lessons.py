@@ -19,14 +19,17 @@ import numpy as np
 import pytest
 
 from schedatrix.audit.synth import packaged_hour
-from schedatrix.course.roofline import decode_batches, prefill_batches, ridge_flops_per_byte
-from schedatrix.course.serving_knobs import DESIGN_MENU, conversation_hour, designs_for, hour_pairs
+from schedatrix.course.apps.serving_knobs import (
+    DESIGN_MENU,
+    conversation_hour,
+    designs_for,
+    hour_pairs,
+)
+from schedatrix.course.figures.roofline import decode_batches, prefill_batches, ridge_flops_per_byte
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design
 from schedatrix.serving.figures.metrics import figures
 from schedatrix.serving.figures.record import COMPLETED
-from schedatrix.serving.harness.acceptance import evaluate, interval
-from schedatrix.serving.harness.queueing import service_s
 from schedatrix.serving.load.fit import fit
 from schedatrix.serving.load.replay import replay
 from schedatrix.serving.load.requests import SLOClass
@@ -35,6 +38,8 @@ from schedatrix.serving.perf.catalog import GPUS, MODELS
 from schedatrix.serving.perf.coefficients import COEFFICIENTS
 from schedatrix.serving.perf.model import ACTIVATION_RESERVE_GB, GPU_MEMORY_UTILIZATION, PerfModel
 from schedatrix.serving.sim.simulate import simulate
+from schedatrix.serving.studies.acceptance import evaluate, interval
+from schedatrix.serving.studies.queueing import service_s
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHAT = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
@@ -234,7 +239,7 @@ def test_07_two_goodputs():
     assert all(c[0] == c[2] for c in cap.values())      # one GPU: per GPU is the same
     says("07", "it doubles the rate until a run fails, then halves the bracket between a rate "
                "that passes and one that fails, each run 2,000 requests on one seed")
-    from schedatrix.serving.harness.capacity import goodput_capacity
+    from schedatrix.serving.studies.capacity import goodput_capacity
     g = goodput_capacity(A100_8B, Load(rate_rps=1.0, input_len="1024", output_len="128",
                                        classes=[CHAT]), attainment=0.9)
     rates = [t[0] for t in g.tried]
@@ -242,7 +247,7 @@ def test_07_two_goodputs():
     assert f"{g.max_rate_rps:.2f}" == "9.51" and g.attained >= 0.9
     says("07", "the stricter test (95% in each of three runs, in steps of 0.5)".replace(
         "the stricter test", "with a stricter test"))
-    from schedatrix.serving.harness.acceptance import Criteria
+    from schedatrix.serving.studies.acceptance import Criteria
     assert Criteria().attainment == 0.95
 
 
@@ -290,7 +295,7 @@ def test_07_the_queueing_law():
 
 def test_07_the_queueing_law_is_where_it_applies():
     # the lesson's replica with batching is not M/G/1: at the same rate it waits far less
-    from schedatrix.serving.harness.queueing import mg1, service_s
+    from schedatrix.serving.studies.queueing import mg1, service_s
     pairs = twin().load.pairs
     service = service_s(A100_8B.with_(max_batch=1), pairs.input_tokens, pairs.output_tokens)
     law = mg1(0.8 / service.mean(), service)
@@ -853,7 +858,7 @@ def test_10_the_noisy_neighbour():
                "the noisy tenant has 1,289 requests rejected")
     assert "p95 TPOT  22 ms,  99.7% in SLO | noisy: 1,289 rejected" in text
     from schedatrix.serving.cluster.admission import OVER_RATE
-    from schedatrix.serving.harness.isolation import noisy_neighbour
+    from schedatrix.serving.studies.isolation import noisy_neighbour
     nn = noisy_neighbour(A100_8B.with_(replicas=2))
     assert nn.with_isolation.reasons[0][(OVER_RATE, 1)] == 1289   # the same scenario
     says("10", "its TPOT (bottom, red) jumps the moment the burst starts and falls back when it "
@@ -895,14 +900,14 @@ def test_10_the_noisy_neighbour():
 
 @cache
 def crash_study():
-    from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
+    from schedatrix.course.apps.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
     from schedatrix.serving.cluster.faults import parse_fault
     return fault_study(generate(FAULT_LOAD, 0, duration_s=300), FAULT_DESIGN,
                        parse_fault("worker:0@120+30"))
 
 
 def test_11_the_crash():
-    from schedatrix.course.fault_app import FAULT_DESIGN, FAULT_LOAD, reload_s
+    from schedatrix.course.apps.fault_app import FAULT_DESIGN, FAULT_LOAD, reload_s
     from schedatrix.serving.cluster.faults import Resilience
     says("11", "three replicas of Llama 3.1 8B on A100s behind a least-work router, serving a "
                "chat service (one class: TTFT at most 1 s, TPOT at most 60 ms) at 8 requests/s "
@@ -998,7 +1003,7 @@ def test_11_what_sets_the_recovery_time():
 
 
 def test_11_node_failure_and_the_retry_budget():
-    from schedatrix.course.fault_app import FAULT_DESIGN
+    from schedatrix.course.apps.fault_app import FAULT_DESIGN
     from schedatrix.serving.cluster.deployment import build
     says("11", "The layout puts all three replicas on node 0")
     assert {p.nodes for p in build(FAULT_DESIGN).layout.replicas} == {(0,)}
@@ -1012,7 +1017,7 @@ def test_11_node_failure_and_the_retry_budget():
     says("11", "With a budget of 5 the retries span 15.5 s of backoff and 155 requests still "
                "fail; with 6 they span 31.5 s, about as long as the node is away (33.2 s with "
                "its weights), and none fails")
-    from schedatrix.course.fault_app import reload_s
+    from schedatrix.course.apps.fault_app import reload_s
     from schedatrix.serving.cluster.faults import Resilience
     r = Resilience()
     assert sum(r.backoff_s * 2 ** k for k in range(5)) == 15.5
@@ -1102,14 +1107,14 @@ def decision_record_text() -> str:
 @cache
 def _without_faults(design: Design):
     """Lesson 12's scenario on ``design`` without faults: its seeds, runs and criteria."""
-    from schedatrix.serving.harness.scenario import load_scenario
+    from schedatrix.serving.scenarios.scenario import load_scenario
     sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
     return evaluate(design, sc.make_requests(), runs=sc.runs, seed=sc.seed, criteria=sc.criteria)
 
 
 def test_12_every_design_meets_the_slos_without_faults():
     # "Every design meets the SLOs without faults": each class, every run, 95% or more
-    from schedatrix.serving.harness.scenario import load_scenario
+    from schedatrix.serving.scenarios.scenario import load_scenario
     sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
     file_designs = [d for d in sc.designs if not d.priority_preemption]
     designs = [file_designs[0].with_(replicas=2, name="2 x TP1"), *file_designs]
@@ -1139,7 +1144,7 @@ def test_12_what_the_interval_bounds():
     says("12", "Over 13 seeds the mean is 266 ms and the interval 260 to 272 ms: its half-width "
                "falls from 27 to 6 ms, while the runs themselves spread from 255 to 287 ms, wider "
                "than the interval.")
-    from schedatrix.serving.harness.scenario import load_scenario
+    from schedatrix.serving.scenarios.scenario import load_scenario
     sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
     four = next(d for d in sc.designs if d.name == "4 x TP1")
     assert sc.runs == 3
@@ -1154,7 +1159,7 @@ def test_12_what_the_interval_bounds():
 def test_12_the_lost_requests_are_zero():
     # "none loses a request": the lesson's designs, seeds and faults, run again
     from schedatrix.serving.figures.record import UNFINISHED
-    from schedatrix.serving.harness.scenario import load_scenario
+    from schedatrix.serving.scenarios.scenario import load_scenario
     sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
     file_designs = [d for d in sc.designs if not d.priority_preemption]
     designs = [file_designs[0].with_(replicas=2, name="2 x TP1"), *file_designs]
@@ -1183,7 +1188,7 @@ def test_12_when_one_machine_will_do():
 def test_12_one_replica_has_nothing_to_fail_over_to():
     says("12", "it has one replica, so the schedule's planned restart of replica 1 has no replica "
                "to act on")
-    from schedatrix.serving.harness.scenario import load_scenario
+    from schedatrix.serving.scenarios.scenario import load_scenario
     sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
     one = sc.designs[0].with_(tp=2, replicas=1, name="1 x TP2")
     with pytest.raises(InputError, match="no replica 1"):

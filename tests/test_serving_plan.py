@@ -14,8 +14,8 @@ from conftest import run_in_process
 
 from schedatrix import examples
 from schedatrix.errors import InputError
-from schedatrix.serving.harness.plan import load_pool, packs, plan, pool_from_dict
-from schedatrix.serving.harness.plan_report import plan_json, plan_lines
+from schedatrix.serving.reports.plan_report import plan_json, plan_lines
+from schedatrix.serving.studies.plan import load_pool, packs, plan, pool_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,7 +126,7 @@ def test_bad_pool_files_are_refused_naming_the_key(change, words):
 
 
 def test_fp8_is_not_offered_where_the_gpu_has_none():
-    from schedatrix.serving.harness.plan import _units
+    from schedatrix.serving.studies.plan import _units
 
     spec = pool_from_dict({"pool": {"gpu": "a100-80gb", "count": 8},
                            "models": [{"model": "llama-3.1-8b", "rate": 1, "ttft_s": 1,
@@ -216,8 +216,8 @@ def test_a_plan_reuses_the_searches_it_has_made_and_says_the_same(monkeypatch):
     """Searches and runs are kept by their inputs: the same file planned again simulates
     nothing, a pool of another size re-searches no unit, and each plan says what a fresh
     process would."""
-    from schedatrix.serving.harness import capacity
-    from schedatrix.serving.harness import plan as planner
+    from schedatrix.serving.studies import capacity
+    from schedatrix.serving.studies import plan as planner
 
     spec, bigger = pool_from_dict(_with(2)), pool_from_dict(_with(4))
     planner._MEMO.clear()

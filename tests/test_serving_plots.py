@@ -12,16 +12,17 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from schedatrix.course.design_app import cost_figure
+from schedatrix.course.apps.design_app import cost_figure
 from schedatrix.serving.cluster.deployment import Design
 from schedatrix.serving.cluster.faults import parse_fault
-from schedatrix.serving.harness.accept import FaultCriteria, accept, decision_record, plot_recovery
-from schedatrix.serving.harness.acceptance import Criteria
-from schedatrix.serving.harness.compare import compare
-from schedatrix.serving.harness.plot_text import boxes_overlap, label_points, plain_ticks
-from schedatrix.serving.harness.report import plot_cost, plot_series
 from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load, generate
+from schedatrix.serving.reports.decision_record import decision_record, plot_recovery
+from schedatrix.serving.reports.plot_text import boxes_overlap, label_points, plain_ticks
+from schedatrix.serving.reports.report import plot_cost, plot_series
+from schedatrix.serving.studies.accept import FaultCriteria, accept
+from schedatrix.serving.studies.acceptance import Criteria
+from schedatrix.serving.studies.compare import compare
 
 CHAT = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
 
@@ -191,7 +192,7 @@ def test_series_legend_fits_any_number_of_designs(n):
 def test_the_design_page_plot_reads_at_the_size_the_page_shows_it():
     """The design page drew its words at 7 pt on 80 dpi, shown 1:1 (8 pixels): every text is
     now at least 11 pixels high where the page shows it."""
-    from schedatrix.course.design_app import DesignApp
+    from schedatrix.course.apps.design_app import DesignApp
     fig = cost_figure(comparison())
     shown = int(DesignApp().plot.layout.width.removesuffix("px")) / fig.bbox.width
     FigureCanvasAgg(fig).draw()

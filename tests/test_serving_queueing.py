@@ -65,21 +65,21 @@ def test_littles_law_on_a_batching_replica():
     lam = f.arrived / f.span_s
     # L by sweeping arrivals and departures, against lambda x W
     assert f.mean_in_system == pytest.approx(lam * f.e2e_mean, rel=0.01)
-    # the drills' Little's law (harness.queueing.in_system) is the same product
-    from schedatrix.serving.harness.queueing import in_system
+    # the drills' Little's law (studies.queueing.in_system) is the same product
+    from schedatrix.serving.studies.queueing import in_system
     assert f.mean_in_system == pytest.approx(in_system(lam, f.e2e_mean), rel=0.01)
     # L sampled at 400 instants (the time series), against lambda x W: an estimate
     ts = time_series(run, windows=400)
     assert ts.in_system.mean() == pytest.approx(lam * f.e2e_mean, rel=0.05)
 
 
-# -- the lesson's laws (harness/queueing.py) on the real performance model -----------------
+# -- the lesson's laws (studies/queueing.py) on the real performance model -----------------
 
 def test_service_times_are_what_a_one_at_a_time_replica_spends():
     from schedatrix.serving.cluster.deployment import Design
-    from schedatrix.serving.harness.queueing import service_s
     from schedatrix.serving.load import Load, generate
     from schedatrix.serving.sim.simulate import simulate
+    from schedatrix.serving.studies.queueing import service_s
 
     for design in (Design(max_batch=1), Design(max_batch=1, max_batched_tokens=512, tp=2)):
         req = generate(Load(rate_rps=0.05, input_len="lognormal:1500,0.8",
@@ -91,9 +91,9 @@ def test_service_times_are_what_a_one_at_a_time_replica_spends():
 
 def test_pollaczek_khinchine_beside_the_simulator():
     from schedatrix.serving.cluster.deployment import Design
-    from schedatrix.serving.harness.queueing import mg1, service_s
     from schedatrix.serving.load import Load, generate
     from schedatrix.serving.sim.simulate import simulate
+    from schedatrix.serving.studies.queueing import mg1, service_s
 
     design = Design(max_batch=1)
     lengths = {"input_len": "lognormal:1000,0.8", "output_len": "lognormal:150,0.8"}
@@ -112,7 +112,7 @@ def test_pollaczek_khinchine_beside_the_simulator():
 def test_the_laws_refuse_what_they_do_not_describe():
     from schedatrix.errors import InputError
     from schedatrix.serving.cluster.deployment import Design
-    from schedatrix.serving.harness.queueing import mg1, service_s
+    from schedatrix.serving.studies.queueing import mg1, service_s
 
     assert mg1(2.0, np.array([0.5, 0.6])).wait_s == float("inf")     # rho >= 1
     with pytest.raises(InputError, match="rate_rps"):
@@ -121,6 +121,6 @@ def test_the_laws_refuse_what_they_do_not_describe():
         service_s(Design(prefill_replicas=1, decode_replicas=1), [10], [10])
     with pytest.raises(InputError, match="equally long"):
         service_s(Design(), [10, 20], [10])
-    from schedatrix.serving.harness.queueing import in_system
+    from schedatrix.serving.studies.queueing import in_system
     with pytest.raises(InputError, match="in_system: rate_rps and mean_time_s"):
         in_system(-1.0, 2.0)

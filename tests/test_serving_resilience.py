@@ -22,22 +22,17 @@ from schedatrix.serving.cluster.routing import (
 from schedatrix.serving.figures.metrics import figures
 from schedatrix.serving.figures.record import COMPLETED, FAILED, UNFINISHED
 from schedatrix.serving.figures.recovery import fault_figures
-from schedatrix.serving.harness.accept import (
-    FaultCriteria,
-    accept,
-    chosen,
-    decision_record,
-    runbook,
-)
-from schedatrix.serving.harness.acceptance import Criteria
-from schedatrix.serving.harness.isolation import noisy_neighbour
 from schedatrix.serving.load.prefixes import document_sessions
 from schedatrix.serving.load.requests import Requests, SLOClass
 from schedatrix.serving.load.workload import Load, generate
 from schedatrix.serving.replica.knobs import SchedulerConfig
+from schedatrix.serving.reports.decision_record import decision_record, runbook
 from schedatrix.serving.sim.engine import simulate_fast
 from schedatrix.serving.sim.reference import simulate_reference
 from schedatrix.serving.sim.simulate import simulate
+from schedatrix.serving.studies.accept import FaultCriteria, accept, chosen
+from schedatrix.serving.studies.acceptance import Criteria
+from schedatrix.serving.studies.isolation import noisy_neighbour
 
 # -- routers on hand-built states ---------------------------------------------------------------
 

@@ -296,9 +296,9 @@ def test_an_outcome_says_which_slo_its_runs_missed():
     from schedatrix.errors import InputError
     from schedatrix.serving.cluster.deployment import Design
     from schedatrix.serving.figures.metrics import missed_slos
-    from schedatrix.serving.harness.acceptance import evaluate
     from schedatrix.serving.load.workload import Load, generate
     from schedatrix.serving.sim.simulate import simulate
+    from schedatrix.serving.studies.acceptance import evaluate
 
     chat = SLOClass("chat", 1.0, priority=0, ttft_s=0.3, tpot_s=0.02)
     load = Load(rate_rps=8.0, input_len="lognormal:1500,0.8", output_len="100", classes=[chat])

@@ -14,9 +14,9 @@ import pytest
 
 from schedatrix.cli import main
 from schedatrix.errors import InputError
-from schedatrix.serving.harness.grid import Task, grid_from_dict, load_grid
-from schedatrix.serving.harness.sweep import pareto_front, ray_available, run_sweep, run_tasks
-from schedatrix.serving.harness.sweep_report import (
+from schedatrix.serving.scenarios.grid import Task, grid_from_dict, load_grid
+from schedatrix.serving.sweeps.sweep import pareto_front, ray_available, run_sweep, run_tasks
+from schedatrix.serving.sweeps.sweep_report import (
     csv_text,
     parquet_available,
     sweep_json,

@@ -16,13 +16,13 @@ from conftest import run_in_process
 
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
-from schedatrix.serving.harness.capacity import goodput_capacity
-from schedatrix.serving.harness.validation import calibrating, check, validate
 from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load
 from schedatrix.serving.perf.host import VLLM_HOST
 from schedatrix.serving.perf.model import CUDA_GRAPH_MAX_TOKENS, PerfModel
 from schedatrix.serving.perf.published import PUBLISHED, UNREPLAYED
+from schedatrix.serving.studies.capacity import goodput_capacity
+from schedatrix.serving.studies.validation import calibrating, check, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTED = [r for r in PUBLISHED if not r.calibrates and not r.known_miss]
@@ -106,7 +106,7 @@ def test_the_fit_is_not_the_test():
     # of vLLM leave their band (the fit is what brings them in, the rows then test it)
     import dataclasses
 
-    from schedatrix.serving.harness.validation import replay
+    from schedatrix.serving.studies.validation import replay
 
     row = next(r for r in TESTED if r.id == "vllm-ci-h100-8b-bs8")
     no_host = replay(row, dataclasses.replace(VLLM_HOST, step_s=0.0))

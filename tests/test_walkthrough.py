@@ -3,7 +3,7 @@
 import pytest
 
 import schedatrix as s
-from schedatrix.course.walkthrough import READOUTS, Walkthrough, next_seed, walkthrough
+from schedatrix.course.apps.walkthrough import READOUTS, Walkthrough, next_seed, walkthrough
 from schedatrix.fleet.odds import mattered_vs_noise
 
 
@@ -171,7 +171,7 @@ def test_knobs_turned_at_once_in_two_threads_show_one_month():
     once; the readouts and the picture end on the month the knobs say."""
     import threading
 
-    from schedatrix.course.month_plot import MonthPlot
+    from schedatrix.course.figures.month_plot import MonthPlot
 
     w = Walkthrough()
     for round_ in range(3):

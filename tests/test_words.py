@@ -60,8 +60,8 @@ def test_one_eviction_reads_as_one_card():
 
 
 def test_grade_names_a_failing_cell_as_the_student_counts_it():
-    from schedatrix.classroom.nbval_sandbox import explain
-    from schedatrix.classroom.sandbox import Limits
+    from schedatrix.classroom.grader.nbval_sandbox import explain
+    from schedatrix.classroom.grader.sandbox import Limits
     line = explain({"where": "Cell 2", "text": "ValueError: rates must be positive"}, Limits())
     assert line == ("code cell 3 (counting code cells from the top): ValueError: rates must be "
                     "positive")

@@ -45,8 +45,8 @@ def main() -> int:
                         help="compare with the package's values instead of writing")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from schedatrix.serving.harness import validation
     from schedatrix.serving.perf import host
+    from schedatrix.serving.studies import validation
 
     step = validation.calibrate("step_s")
     # the dispatch row runs with the fitted step time

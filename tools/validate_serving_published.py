@@ -25,8 +25,8 @@ def _fmt(v: float) -> str:
 def table(checks: list | None = None) -> str:
     """The page's table: every row's check (``checks``, or a fresh run of them)."""
     sys.path.insert(0, str(ROOT))
-    from schedatrix.serving.harness.validation import validate
     from schedatrix.serving.perf.published import UNREPLAYED
+    from schedatrix.serving.studies.validation import validate
 
     checks = validate() if checks is None else checks
     lines = ["| row | setup | published | model | ratio | band | in band |",

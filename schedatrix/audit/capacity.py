@@ -3,7 +3,7 @@
 When a pool's ``replica_capacity`` is blank, its model and the fleet's GPU are in the
 simulator's catalog (:mod:`schedatrix.serving.perf.catalog`), the pool states a latency objective
 ("TTFT p99 < 1 s", "E2E p95 < 8 s") and the trace gave the pool some requests, the audit asks
-:func:`schedatrix.serving.harness.capacity.replica_capacity` for the highest request rate one
+:func:`schedatrix.serving.studies.capacity.replica_capacity` for the highest request rate one
 replica (the pool's GPUs per replica, tensor parallel) sustains within every latency objective, on
 Poisson arrivals whose (input, output) lengths are drawn in pairs from the pool's sample
 (:class:`~.tally.LengthSample`). Otherwise it keeps the form's first-pass assumption and says
@@ -48,7 +48,7 @@ def derive_capacity(note: FleetNote, cfg: PoolConfig, sample: LengthSample,
                     gpus_per_replica: int | None = None) -> CapacityAnswer:
     """The simulator's answer for one pool with a blank capacity (see the module docstring),
     for replicas of ``gpus_per_replica`` GPUs (default: the pool's)."""
-    from ..serving.harness.capacity import catalog_gpu, catalog_model
+    from ..serving.studies.capacity import catalog_gpu, catalog_model
 
     if len(cfg.models) != 1:
         return _assumed(f"the pool serves {len(cfg.models)} models")
@@ -77,7 +77,7 @@ def _assumed(why: str) -> CapacityAnswer:
 @lru_cache(maxsize=64)
 def _simulated(model: str, gpu: str, tp: int, objectives: tuple, inp_bytes: bytes,
                out_bytes: bytes) -> CapacityAnswer:
-    from ..serving.harness.capacity import replica_capacity
+    from ..serving.studies.capacity import replica_capacity
 
     inp = np.frombuffer(inp_bytes, np.int64)
     out = np.maximum(np.frombuffer(out_bytes, np.int64), 1)   # a request yields >= 1 token

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import InputError
-from ..serving.harness import ray_start
-from ..serving.harness.ray_start import LOCAL
+from ..serving.sweeps import ray_start
+from ..serving.sweeps.ray_start import LOCAL
 from .note import FleetNote
 from .tally import FileJob, Tally, tally_file
 

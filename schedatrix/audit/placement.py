@@ -130,9 +130,9 @@ def _peak_replicas(p: PoolAudit, replica_rps: float, headroom: float) -> int:
 def _sizes(a: Audit, p: PoolAudit) -> tuple[list[int], str | None]:
     """The GPUs per replica the catalog allows for the pool's model on the fleet's GPU (the
     configured size first), or only the configured size and why."""
-    from ..serving.harness.capacity import catalog_gpu, catalog_model
     from ..serving.perf.catalog import model as shape
     from ..serving.perf.model import allowed_tp
+    from ..serving.studies.capacity import catalog_gpu, catalog_model
 
     cfg = p.config
     if a.settings.capacity != "simulate":
@@ -158,8 +158,8 @@ def _sizes(a: Audit, p: PoolAudit) -> tuple[list[int], str | None]:
 
 def _holds(a: Audit, p: PoolAudit, tp: int) -> str | None:
     """Why a replica of ``tp`` GPUs cannot hold the pool's model (None: it can)."""
-    from ..serving.harness.capacity import catalog_gpu, catalog_model
     from ..serving.perf.model import PerfModel
+    from ..serving.studies.capacity import catalog_gpu, catalog_model
 
     model, gpu = catalog_model(p.config.models[0]), catalog_gpu(a.note.gpu_type)
     if model is None or gpu is None:

@@ -5,19 +5,19 @@ learner's functions to :func:`run_check`, which opens a channel to a checker in 
 process and prints its one line on a pass, or raises its ``AssertionError`` (naming the input,
 what came back and what was expected) or the stub's ``NotImplementedError``. In JupyterLab
 (and plain ``pytest --nbval-lax``) that checker calls the learner's functions across the
-boundary (:mod:`~schedatrix.classroom.boundary`): feedback, as the kernel can undo anything in
-itself. Under ``schedatrix grade`` the check cell only names its check and prints the verdict
-the grader's own evaluation already reached (:mod:`~schedatrix.classroom.evaluation`): what a
+boundary (:mod:`~schedatrix.classroom.checking.boundary`): feedback, as the kernel can undo anything
+in itself. Under ``schedatrix grade`` the check cell only names its check and prints the verdict the
+grader's own evaluation already reached (:mod:`~schedatrix.classroom.grader.evaluation`): what a
 check cell prints there is never evidence. The checks themselves are in
-:mod:`~schedatrix.classroom.checks`.
+:mod:`~schedatrix.classroom.checking.checks`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .boundary import connect, serve_check
-from .exercises import CHECKS
+from .checking.boundary import connect, serve_check
+from .checking.exercises import CHECKS
 
 __all__ = ["run_check", "check_score", "check_run_set", "check_eviction", "check_famous_months",
            "check_month", "check_ideal", "check_signature", "check_window", "check_wilson",

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ..errors import InputError
 from .cluster.routing import ROUTERS
-from .harness.toml_tables import out_folder
+from .intake.toml_tables import out_folder
 from .perf.catalog import DTYPES, GPUS, MODELS
 
 __all__ = ["add_serving_parser"]
@@ -227,7 +227,7 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.set_defaults(func=_cmd_plan)
-    from .harness.sweep_cli import add_sweep_parser  # sweep: its own module
+    from .sweeps.sweep_cli import add_sweep_parser  # sweep: its own module
     add_sweep_parser(sub)
     return top
 
@@ -248,11 +248,11 @@ _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests
 
 
 def _scenario(args, one_design: bool):
-    from .harness.scenario import DEMO_LOAD, scenario_from_dict
+    from .scenarios.scenario import DEMO_LOAD, scenario_from_dict
     base, source = None, ""
     data: dict = {}
     if args.scenario:
-        from .harness.toml_tables import read_toml
+        from .intake.toml_tables import read_toml
         path = Path(args.scenario)
         data = read_toml(path, "scenario")
         base, source = path.parent, str(path)
@@ -340,7 +340,7 @@ def _progress(total: int, args):
 
 
 def _finish(comparisons: dict, scenario, args) -> int:
-    from .harness.report import comparison_json, table, write_report
+    from .reports.report import comparison_json, table, write_report
     if args.out:
         paths = write_report(comparisons, scenario, args.out)
     if args.json:
@@ -380,7 +380,7 @@ def _finish(comparisons: dict, scenario, args) -> int:
 
 def _runs_planned(designs, models, baseline: bool) -> int:
     """Design runs a comparison will make per seed (for the progress bar)."""
-    from .harness.compare import baseline_for
+    from .studies.compare import baseline_for
     count = len(designs)
     if baseline and not any(d.single_machine() for d in designs) and baseline_for(designs[0]):
         count += 1
@@ -412,7 +412,7 @@ def _share(flag):
 
 
 def _cmd_capacity(args) -> int:
-    from .harness.capacity import goodput_capacity
+    from .studies.capacity import goodput_capacity
     scenario = _scenario(args, one_design=True)
     design = scenario.designs[0]
     good = goodput_capacity(design, scenario.load, args.attainment,
@@ -444,8 +444,8 @@ def _cmd_capacity(args) -> int:
 
 
 def _cmd_plan(args) -> int:
-    from .harness.plan import load_pool, plan
-    from .harness.plan_report import plan_json, plan_lines
+    from .reports.plan_report import plan_json, plan_lines
+    from .studies.plan import load_pool, plan
     spec = load_pool(args.pool)
     if args.gpus is not None:
         if len(spec.pool.kinds) != 1:
@@ -466,8 +466,8 @@ def _cmd_plan(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from .harness.acceptance import evaluate
-    from .harness.compare import Comparison
+    from .studies.acceptance import evaluate
+    from .studies.compare import Comparison
     scenario = _scenario(args, one_design=True)
     design = scenario.designs[0]
     if scenario.faults:
@@ -479,14 +479,15 @@ def _cmd_run(args) -> int:
 
 
 def _run_with_faults(scenario, design, args) -> int:
-    from .harness.accept import accept, accept_json
+    from .reports.decision_record import accept_json
+    from .studies.accept import accept
     runs = 1 if scenario.load.trace is not None else scenario.runs
     with _progress(2 * runs, args) as bar:
         [a] = accept([design], scenario.make_requests(), scenario.faults, scenario.runs,
                      scenario.seed, scenario.criteria, scenario.fault_criteria,
                      scenario.resilience, scenario.implementation, on_run=lambda: bar.update())
     if args.out:
-        from .harness.accept import write_accept_report
+        from .reports.decision_record import write_accept_report
         write_accept_report([a], args.out, scenario.source or "(flags)",
                             scenario.load.describe(), scenario.criteria,
                             scenario.fault_criteria, a.outcome.synthetic)
@@ -530,7 +531,8 @@ def _ms_or_dash(seconds: float) -> str:
 
 
 def _cmd_accept(args) -> int:
-    from .harness.accept import accept, accept_json, chosen, write_accept_report
+    from .reports.decision_record import accept_json, write_accept_report
+    from .studies.accept import accept, chosen
     scenario = _scenario(args, one_design=False)
     designs = list(scenario.designs)
     runs = 1 if scenario.load.trace is not None else scenario.runs
@@ -560,7 +562,7 @@ def _cmd_accept(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .harness.compare import compare, compare_models
+    from .studies.compare import compare, compare_models
     scenario = _scenario(args, one_design=False)
     models = list(scenario.models)
     if args.models:
@@ -587,7 +589,7 @@ def _cmd_compare(args) -> int:
     searchable = (load.trace is None and load.closed_loop is None and not load.tenants
                   and any(c.ttft_s is not None or c.tpot_s is not None for c in load.classes))
     if args.capacity and searchable and main.outcomes:
-        from .harness.compare import with_goodput
+        from .studies.compare import with_goodput
         bar = tqdm(total=len(main.outcomes), desc="goodput search", unit="design",
                    disable=args.json or args.quiet, file=sys.stderr, mininterval=1.0)
         with bar:
@@ -616,7 +618,7 @@ def _cmd_fit(args) -> int:
 
 def _cmd_isolation(args) -> int:
     from .cluster.deployment import Design
-    from .harness.isolation import noisy_neighbour
+    from .studies.isolation import noisy_neighbour
     design = Design(model=args.model, gpu=args.gpu, tp=args.tp, replicas=args.replicas)
     with _progress(2 * args.runs, args) as bar:
         result = noisy_neighbour(design, args.rate, args.burst, runs=args.runs,

@@ -1,7 +1,7 @@
 """Published measurements of real deployments the performance model is held to: facts carried
 over from their sources (each row names its address), none measured here.
 
-Each row is a setup the simulator can replay (:mod:`schedatrix.serving.harness.validation`):
+Each row is a setup the simulator can replay (:mod:`schedatrix.serving.studies.validation`):
 
 - ``first_token``: ``batch`` prompts of ``input_tokens`` at once, one output token each; the
   figure is the time to the first token (milliseconds);

@@ -1,0 +1,154 @@
+"""What every check shares: calling the learner's function, showing values, the pass line.
+
+The checks (:mod:`~schedatrix.classroom.checking.checks` and the modules it gathers) run in the
+checker process; these helpers turn what comes back across the boundary into a verdict a learner can
+read: a crash names the input that caused it, a call to the library's own answer is named as such,
+and a value is shown short.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...fleet.month import Month
+from ...fleet.plan import Plan
+from .boundary import MAX_MESSAGE_BYTES, AnswerRefused, AnswerTooBig, BoundaryError, LearnerRaised
+
+__all__ = ["RANDOM_SEED", "fmt", "brief", "call", "as_indices", "as_number", "passed",
+           "describe", "close"]
+
+#: The seed of every check's random cases.
+RANDOM_SEED = 20_260_301
+#: The most characters a message shows of one value (a learner's answer may be huge).
+SHOWN_CHARS = 300
+
+
+def brief(x) -> str:
+    """``repr(x)``, cut to :data:`SHOWN_CHARS` characters (what a message shows of an answer)."""
+    text = repr(x)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[: SHOWN_CHARS - 30]}... ({len(text):,} characters)"
+
+
+def fmt(x) -> str:
+    """A short, readable repr of an input or an answer for a message."""
+    text = _fmt(x)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[: SHOWN_CHARS - 30]}... ({len(text):,} characters)"
+
+
+def _fmt(x) -> str:
+    if isinstance(x, Month):
+        return f"<month: {describe(x.plan)}; signature {x.signature}>"
+    if isinstance(x, Plan):
+        return f"<plan: {describe(x)}>"
+    if isinstance(x, np.ndarray):
+        x = x.tolist()
+    if isinstance(x, float):
+        return f"{x:g}" if abs(x) < 1e6 else f"{x:,.1f}"
+    if isinstance(x, (list, tuple)):
+        items = [_fmt(v) for v in x[:13]]
+        if len(x) > 12:
+            items = items[:12] + [f"... ({len(x)} in all)"]
+        return "[" + ", ".join(items) + "]"
+    return repr(x)
+
+
+def call(name: str, func: Callable, *args):
+    """Call the learner's function; a crash becomes a failed check that names the input.
+
+    ``func`` is a :class:`~schedatrix.classroom.checking.boundary.RemoteFunction` in the checker
+    (its crash arrives as :class:`~schedatrix.classroom.checking.boundary.LearnerRaised`) or a plain
+    callable in tests. A broken boundary
+    (:class:`~schedatrix.classroom.checking.boundary.BoundaryError`) is not the learner's answer and
+    propagates as it is.
+    """
+    try:
+        return func(*args)
+    except (NotImplementedError, BoundaryError):
+        raise
+    except LearnerRaised as exc:
+        if exc.type_name == "NotImplementedError":
+            raise NotImplementedError(exc.message) from None
+        shown = ", ".join(fmt(a) for a in args)
+        raise AssertionError(
+            f"{name}({shown}) raised {exc.type_name}: {exc.message}"
+        ) from None
+    except AnswerRefused as exc:
+        shown = ", ".join(fmt(a) for a in args)
+        raise AssertionError(
+            f"{name}({shown}) called {exc.answer}, the library's own answer: this exercise "
+            "asks you to write it yourself."
+        ) from None
+    except AnswerTooBig:
+        shown = ", ".join(fmt(a) for a in args)
+        raise AssertionError(
+            f"{name}({shown}) returned an answer over {MAX_MESSAGE_BYTES // 2**20} MB as plain "
+            "data: return what the exercise asks for, nothing more."
+        ) from None
+    except Exception as exc:  # the learner's bug, reported with the input that caused it
+        shown = ", ".join(fmt(a) for a in args)
+        raise AssertionError(
+            f"{name}({shown}) raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def as_indices(name: str, shown: str, result) -> list[int]:
+    """The learner's answer as a list of ints, or a failed check saying what is wrong."""
+    if result is None:
+        raise AssertionError(f"{name}({shown}) returned None: return the chosen indices")
+    items = list(result) if isinstance(result, (list, tuple)) else None
+    if items is None:
+        try:
+            items = np.asarray(result).reshape(-1).tolist()
+        except (TypeError, ValueError):
+            items = [result]
+    try:
+        values = [int(v) for v in items]
+        whole = all(float(v) == int(v) for v in items)
+    except (TypeError, ValueError):
+        values, whole = [], False
+    if not whole or any(isinstance(v, bool) for v in items):
+        raise AssertionError(
+            f"{name}({shown}) returned {brief(result)}: return a list of card indices (ints)"
+        )
+    if len(set(values)) != len(values):
+        raise AssertionError(f"{name}({shown}) returned {fmt(values)}: an index is repeated")
+    return values
+
+
+def passed(name: str, counts: dict[str, int]) -> str:
+    """The one line a passing check shows."""
+    total = sum(counts.values())
+    parts = ", ".join(f"{n} {what}" for what, n in counts.items())
+    return f"{name}: all {total} cases pass ({parts}). Well done!"
+
+
+def describe(plan: Plan) -> str:
+    return (f"{plan.cards} {plan.card_class} cards, {plan.demand_tok_s:,.0f} tok/s {plan.shape}, "
+            f"{plan.window} window, {plan.evict_share:.0%} evicted, seed {plan.seed}")
+
+
+def as_number(name: str, shown: str, got, what: str = "a number") -> float:
+    """The learner's answer as a finite or infinite float, or a failed check saying it is not
+    a number (text, a bool, None, a list)."""
+    if isinstance(got, (str, bytes, bool)) or got is None:
+        raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}")
+    try:
+        return float(got)
+    except (TypeError, ValueError):
+        raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}") from None
+
+
+def close(got: float, want: float, rel: float = 1e-6, abs_tol: float = 1e-9) -> bool:
+    """Whether two figures agree (both NaN, or both the same infinity, count as agreeing)."""
+    if math.isnan(want) or math.isnan(got):
+        return math.isnan(want) and math.isnan(got)
+    if math.isinf(want) or math.isinf(got):
+        return got == want
+    return math.isclose(got, want, rel_tol=rel, abs_tol=abs_tol)

@@ -1,0 +1,175 @@
+"""Grade a folder of student notebooks, each in a sandbox of its own, and print one table.
+
+Layout: one subfolder per student, each holding that student's exercise notebooks under their
+original names::
+
+    submissions/
+        alice/01_score.ipynb
+        alice/02_run_set.ipynb
+        bob/01_score.ipynb
+
+Every submission is read (:mod:`.submissions`: a regular file, not a link, at most 20 MB)
+before any student's code runs, so each notebook is graded from its own private copy of what
+was handed in, whatever another notebook does to the files later. Then each one is graded as
+:mod:`.grade_notebook` says, ``jobs`` at once (or on a Ray cluster), and the table printed
+(:mod:`.grade_table`). A class is graded only in a real sandbox (:func:`.sandbox.choose`), or
+with ``--sandbox none`` by name, which every row of the table then shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ...errors import InputError
+from ..releases.extras import GRADING, require
+from .grade_notebook import Grade, grade_notebook
+from .grade_table import format_table
+from .ray_engine import grade_on_ray
+from .sandbox import KINDS, Limits, Sandbox, choose
+from .submissions import Submission, find_submissions, printable, read_notebook, writable_by_others
+
+__all__ = ["Grade", "grade_folder", "format_table", "read_class", "add_grade_parser"]
+
+
+def read_class(subs: list[Submission]) -> list[tuple[Submission, bytes, str]]:
+    """Every submission's bytes (or why it is not a notebook), read before anything runs."""
+    return [(sub, *read_notebook(sub.path)) for sub in subs]
+
+
+def _solution_lines(folder: Path | None) -> dict[str, list[str]]:
+    """The instructor's solution lines per exercise, from ``folder`` (for the copy note)."""
+    if folder is None or not folder.is_dir():
+        return {}
+    import nbformat
+
+    from ..releases.release import solution_lines
+
+    found = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        found[path.stem] = [line for cell in nb.cells if cell.cell_type == "code"
+                            for line in solution_lines(cell.source)]
+    return found
+
+
+def grade_folder(root: Path | str, exercise: str | None = None, jobs: int = 1,
+                 sandbox: Sandbox | str = "auto", limits: Limits | None = None,
+                 solutions: Path | str | None = None, engine: str = "threads",
+                 progress: Callable[[Grade], object] | None = None) -> list[Grade]:
+    """Grade every submission under ``root``, ``jobs`` at once (``engine="ray"``: on a Ray
+    cluster instead, one task per notebook); ``solutions`` is the instructor's solutions
+    folder, used only to note copies."""
+    if engine not in ("threads", "ray"):
+        raise InputError(f"--engine must be threads or ray, got {engine!r}")
+    subs = find_submissions(root, exercise)
+    limits = limits or Limits()
+    if engine == "threads":
+        box = sandbox if isinstance(sandbox, Sandbox) else choose(sandbox)
+        if box.kind == "setuid":
+            open_to_all = writable_by_others(Path(root), subs)
+            if open_to_all is not None:
+                raise InputError(
+                    f"--sandbox setuid: {printable(str(open_to_all))!r} is writable by every "
+                    f"user, so one student's code could change it: chmod -R o-w "
+                    f"{printable(str(root))!r} first")
+    lines = _solution_lines(Path(solutions) if solutions else None)
+    handed_in = read_class(subs)  # every notebook's bytes, before any student's code runs
+    if engine == "ray":
+        kind = sandbox.kind if isinstance(sandbox, Sandbox) else sandbox
+        return grade_on_ray(handed_in, kind, limits, lines)
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(max(1, jobs)):
+        slots.put(slot)
+
+    def one(item: tuple[Submission, bytes, str]) -> Grade:
+        sub, data, problem = item
+        if problem:
+            grade = Grade(sub.student, sub.exercise, False, problem)
+        else:
+            slot = slots.get()
+            try:
+                passed, failure, note = grade_notebook(data, sub.exercise, box, limits, slot,
+                                                       lines)
+            finally:
+                slots.put(slot)
+            grade = Grade(sub.student, sub.exercise, passed, failure, note, box.kind)
+        if progress is not None:
+            progress(grade)
+        return grade
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, handed_in))
+
+
+def _positive(name: str, low: int = 1):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise InputError(f"{name} must be a whole number >= {low}, got {text!r}") from None
+        if value < low:
+            raise InputError(f"{name} must be a whole number >= {low}, got {value}")
+        return value
+    return parse
+
+
+def _run(args) -> int:
+    if not 1 <= args.jobs <= 1_024:
+        raise InputError(f"--jobs must be a whole number from 1 to 1024, got {args.jobs!r}")
+    require("grade", GRADING)
+    limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.timeout,
+                    memory_mb=args.memory_mb)
+    solutions = args.solutions
+    if solutions is None and Path("solutions").is_dir():
+        solutions = "solutions"
+    if args.engine == "ray":
+        box: Sandbox | str = args.sandbox
+        print(f"sandbox: chosen on each Ray worker ({args.sandbox}); limits: "
+              f"{limits.describe()}", flush=True)
+    else:
+        box = choose(args.sandbox)
+        print(f"sandbox: {box.describe()}; limits: {limits.describe()}", flush=True)
+    grades = grade_folder(args.dir, args.exercise, args.jobs, box, limits, solutions,
+                          args.engine)
+    print(format_table(grades, width=args.width))
+    return 0 if all(g.passed for g in grades) else 1
+
+
+def add_grade_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``grade DIR``: grade every student's notebooks in sandboxes and print a table."""
+    p = subparsers.add_parser(
+        "grade",
+        help="grade a folder of student notebooks (DIR/<student>/<exercise>.ipynb)",
+        description="Grade each DIR/<student>/<exercise>.ipynb in a sandbox of its own: this "
+        "process calls the notebook's functions in a fresh sandboxed run without the library's "
+        "answers and compares every answer itself, then runs the notebook with pytest "
+        "--nbval-lax; print a table: student, exercise, pass/FAIL, first failing check. Exit 1 "
+        "if any notebook fails.",
+    )
+    p.add_argument("dir", help="folder with one subfolder per student")
+    p.add_argument("--exercise", help="grade only this exercise (e.g. 01_score)")
+    p.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
+    p.add_argument("--sandbox", choices=("auto", *KINDS), default="auto",
+                   help="where each notebook runs (default auto: bubblewrap, else setuid as "
+                   "root; it stops when neither runs here; none grades without a sandbox, "
+                   "which every row then says; see docs/grading.md)")
+    p.add_argument("--cell-timeout", type=_positive("--cell-timeout"), default=60,
+                   metavar="S", help="seconds one cell (or one check) may run (default 60)")
+    p.add_argument("--timeout", type=_positive("--timeout", 5), default=300, metavar="S",
+                   help="seconds one notebook may take to grade, all of it (default 300)")
+    p.add_argument("--memory-mb", type=_positive("--memory-mb", 512), default=2048,
+                   metavar="MB", help="address space per process, MiB (default 2048)")
+    p.add_argument("--solutions", default=None,
+                   help="the instructor's solutions, to note copies (default ./solutions "
+                   "if it exists)")
+    p.add_argument("--engine", choices=("threads", "ray"), default="threads",
+                   help="threads on this machine (default), or ray: one task per notebook "
+                   "on a Ray cluster")
+    p.add_argument("--width", type=int, default=0,
+                   help="cut rows to this many characters (default 0: never)")
+    p.set_defaults(func=_run)
+    return p

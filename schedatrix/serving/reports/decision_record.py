@@ -1,0 +1,277 @@
+"""What the acceptance harness (:mod:`..studies.accept`) writes: the decision record, the
+operations and recovery runbook, the JSON of every design's verdict and the recovery plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ..cluster.faults import Fault
+from ..figures.recovery import FaultFigures
+from ..studies.accept import Accepted, FaultCriteria, chosen
+from ..studies.acceptance import Criteria, interval
+from ..studies.outcome_json import design_json
+from .plot_text import plain_ticks
+
+__all__ = ["decision_record", "runbook", "accept_json", "plot_recovery", "write_accept_report"]
+
+
+def _fmt(v, unit=" s") -> str:
+    if v is None:
+        return "never"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "-" if v != v else "inf"
+    return f"{v:.3g}{unit}"
+
+
+def _recovery_of(figs: list[FaultFigures], fault: Fault) -> float | None:
+    """The recovery time of ``fault`` among one run's figures (None: never, or not there)."""
+    return next((x.recovery_s for x in figs if x.fault == fault.text()), None)
+
+
+def _recovery_cell(a: Accepted, fc: FaultCriteria) -> str:
+    """Every run's recovery time, fault by fault (faults apart by "; "), those over the limit
+    (or never, when recovery is required) in bold: the runs that refused a design are the ones
+    a reader must see."""
+    if not a.fault_figures:
+        return "-"
+    limit = fc.max_recovery_s
+
+    def refused(r: float | None) -> bool:
+        if r is None:
+            return limit is not None or fc.recovery_required
+        return limit is not None and r > limit
+
+    cells = []
+    for f in a.faults:
+        runs = [_recovery_of(figs, f) for figs in a.fault_figures]
+        cells.append(", ".join(f"**{_fmt(r)}**" if refused(r) else _fmt(r) for r in runs))
+    return "; ".join(cells)
+
+
+def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
+                    criteria: Criteria, fc: FaultCriteria, synthetic: bool,
+                    plots: dict[str, str] | None = None) -> str:
+    """The decision record (Markdown): context, options, criteria, evidence, decision, why,
+    boundaries."""
+    pick = chosen(results)
+    faults = results[0].faults if results else ()
+    lines = ["# Decision record: serving design", ""]
+    lines += ["## Context", "", f"- Scenario: `{scenario_text}`", f"- Load: {load_text}"]
+    if synthetic:
+        lines.append("- **The load is synthetic**: a model of traffic. These figures are model "
+                     "results, not production SLO performance; confirm on real traffic.")
+    classes = results[0].outcome.classes if results else ()
+    for c in classes:
+        lines.append(f"- Class `{c.name}` (priority {c.priority}): TTFT SLO "
+                     f"{_fmt(c.ttft_s)}, TPOT SLO {_fmt(c.tpot_s)}")
+    lines += [f"- Faults injected: {', '.join(f.text() for f in faults) or 'none'}", ""]
+    lines += ["## Acceptance criteria", "",
+              f"1. Without faults, in every run, every class with SLOs has at least "
+              f"{criteria.attainment:.0%} of its requests within its TTFT and TPOT thresholds.",
+              "2. With the faults, no request is lost: each one completes, is rejected with a "
+              "reason, or fails after its retries."]
+    if fc.fault_attainment is not None:
+        lines.append(f"3. With the faults, at least {fc.fault_attainment:.0%} of requests "
+                     f"meet their SLOs.")
+    if fc.max_recovery_s is not None:
+        lines.append(f"4. Every fault's recovery time (windowed p95 TTFT and goodput back "
+                     f"within {fc.tolerance:.0%} of their pre-fault level for {fc.hold} "
+                     f"windows of {fc.window_s:g} s) is at most {fc.max_recovery_s:g} s.")
+    elif fc.recovery_required and faults:
+        lines.append(f"4. The fleet recovers from every fault within the run (windowed p95 "
+                     f"TTFT and goodput back within {fc.tolerance:.0%} of their pre-fault "
+                     f"level for {fc.hold} windows of {fc.window_s:g} s); no time limit is "
+                     f"set.")
+    recovery_head = "recovery, each run" + (
+        f" ({'; '.join(f.text() for f in faults)})" if len(faults) > 1 else "")
+    lines += ["", "## Options and evidence", "",
+              "| design | GPUs | $/M tok | TTFT p95 (95% interval) | ITL p95 | goodput/s | "
+              f"in SLO | KV peak | with faults: in SLO | {recovery_head} | accepted |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for a in results:
+        o = a.outcome
+        m, lo, hi = interval(o.values("ttft_p95"))
+        rec_text = _recovery_cell(a, fc)
+        under = interval([f.slo_attainment for f in a.with_faults])[0] if a.with_faults \
+            else math.nan
+        verdict = {True: "yes", False: "no", None: "no verdict"}[a.accepted]
+        lines.append(
+            f"| {a.design.name} | {a.design.gpus} | {interval(o.cost_per_mtok())[0]:.3f} | "
+            f"{m * 1000:.0f} ms ({lo * 1000:.0f} to {hi * 1000:.0f}) | "
+            f"{o.mean('itl_p95') * 1000:.1f} ms | {o.mean('goodput_rps'):.2f} | "
+            f"{o.mean('slo_attainment'):.1%} | {interval(o.kv_peak_share)[0]:.0%} | "
+            f"{'-' if under != under else f'{under:.1%}'} | {rec_text} | {verdict} |")
+    lines += ["", "## Decision", ""]
+    if pick is None:
+        if results and results[0].accepted is None:
+            lines.append("No decision: no class sets SLOs and no fault was injected, so nothing "
+                         "can be accepted or refused (agree SLOs first).")
+        else:
+            lines.append("No design is accepted. What stood in the way:")
+            for a in results:
+                lines.append(f"- {a.design.name}: " + "; ".join(a.reasons()[:3]))
+    else:
+        cost = interval(pick.outcome.cost_per_mtok())[0]
+        lines.append(f"**{pick.design.name}** ({pick.design.gpus} GPUs, ${cost:.3f} per million "
+                     f"output tokens at ${pick.design.price:.2f} per GPU-hour).")
+        lines += ["", "Why: it is the cheapest design that meets every criterion in every run."]
+        cheaper = [a for a in results if interval(a.outcome.cost_per_mtok())[0] < cost]
+        for a in cheaper:
+            lines.append(f"- {a.design.name} is cheaper but not accepted: "
+                         + "; ".join(a.reasons()[:3]))
+        if pick.outcome.design.single_machine() and pick.outcome.room_to_spare:
+            lines.append("- One replica on one machine meets the SLOs with room to spare: no "
+                         "distributed design is needed.")
+    lines += ["", "## Boundaries", "",
+              "- Synthetic peak throughput is not production SLO performance: the load here "
+              + ("is synthetic." if synthetic else "is a replayed trace."),
+              "- Utilization (KV cache use) is shown only beside latency: it does not stand for "
+              "user latency or reliability.",
+              "- Without agreed SLOs there is no verdict.",
+              "- The step times come from a performance model calibrated on profiled GPUs "
+              "(docs/serving-calibration.md); its errors carry into every figure.", ""]
+    for title, name in (plots or {}).items():
+        lines += [f"![{title}]({name})", ""]
+    return "\n".join(lines)
+
+
+_RUNBOOK = {
+    "worker": ("A worker (one replica) crashes.",
+               "its running and queued requests are lost to it; requests sent to it before the "
+               "router notices are lost too; all are retried elsewhere",
+               "Confirm the router has taken it out (health checks); watch retries and the "
+               "other replicas' queues; if requests fail, raise the retry budget or add spare "
+               "capacity; bring the replica back (restart, weights load) before the next peak."),
+    "node": ("A node fails: every replica with a GPU on it crashes (TP or PP groups spanning it "
+             "too).",
+             "every request on those replicas is lost and retried on the replicas left; with "
+             "every replica on one node, nothing is left and retries can run out",
+             "Spread replicas over nodes so one node is never the whole fleet; shed the lowest "
+             "class while capacity is down; restart the node's replicas."),
+    "link": ("A node's link to the others goes down or slows down.",
+             "pipeline stages across it wait or slow down; KV moves of a prefill/decode split "
+             "crossing it wait or slow down; TTFT and ITL rise on the replicas it touches",
+             "Route away from replicas whose pipeline crosses the link; keep prefill and decode "
+             "replicas of a split on the same node where possible; restore the link."),
+    "drain": ("A replica is drained (a planned restart).",
+              "it takes nothing new, finishes what it holds, then leaves (and comes back after "
+              "its restart); nothing is lost",
+              "Drain one replica at a time (a rolling restart) and only with spare capacity "
+              "for its share of the load; wait until it is back before the next."),
+}
+
+
+def _ms(v) -> str:
+    if v is None or v != v:
+        return "-"
+    return "inf (more than 5% failed)" if v == math.inf else f"{v * 1000:,.0f} ms"
+
+
+def runbook(results: list[Accepted], plots: dict[str, str] | None = None) -> str:
+    """The operations and recovery runbook (Markdown), per fault of the schedule, measured on
+    the chosen (else the first) design with that fault alone, then with all of them."""
+    pick = chosen(results) or (results[0] if results else None)
+    lines = ["# Operations and recovery runbook", ""]
+    if pick is None or not pick.faults:
+        lines.append("No faults were injected: run `schedatrix serving accept` with a fault "
+                     "schedule (`--fault worker:0@60+30`, ...) to measure recovery.")
+        return "\n".join(lines) + "\n"
+    res = pick.fault_figures[0][0] if pick.fault_figures and pick.fault_figures[0] else None
+    lines += [f"Measured on design **{pick.design.name}**: each fault alone (first seed), and "
+              f"the whole schedule over {len(pick.fault_figures)} run(s).", ""]
+    if res is not None:
+        lines += ["With every fault of the schedule (first run): "
+                  f"{res.retried} requests retried, {res.failed} failed after their retries, "
+                  f"{res.lost} lost, goodput lost {res.goodput_lost} (requests within their "
+                  f"SLOs without the faults but not with them).", ""]
+    for f, solo in zip(pick.faults, pick.alone, strict=False):
+        what, happens, do = _RUNBOOK[f.kind]
+        rec = "never within the run" if solo.recovery_s is None else f"{solo.recovery_s:g} s"
+        lines += [f"## {f.text()}", "", f"**What happens**: {what} In the simulator: {happens}.",
+                  "", "**Symptoms and figures that move** (this fault alone):", "",
+                  f"- p95 TTFT of requests arriving during it: {_ms(solo.ttft_p95_during)} "
+                  f"(before it: {_ms(solo.pre_ttft_p95)})",
+                  f"- requests retried: {solo.retried}; failed after their retries: "
+                  f"{solo.failed}; lost: {solo.lost}; goodput lost: {solo.goodput_lost}",
+                  f"- recovery time (windowed p95 TTFT and goodput back within "
+                  f"{solo.tolerance:.0%} of before, for {pick.criteria.hold} windows of "
+                  f"{solo.window_s:g} s): {rec}"]
+        if f.kind in ("worker", "node"):
+            lines.append("- detection: the router stops sending to a crashed replica after its "
+                         "health-check delay; the replica is back after its downtime plus "
+                         "reloading its weights"
+                         + (f" (here at {solo.until_s:g} s)" if solo.until_s else ""))
+        tolerated = "nothing lost" + (
+            ", nothing failed" if not solo.failed else f", but {solo.failed} requests failed")
+        lines += [f"- what this design tolerates: {tolerated}", "",
+                  f"**What to do**: {do}", ""]
+    for title, name in (plots or {}).items():
+        lines += [f"![{title}]({name})", ""]
+    return "\n".join(lines)
+
+
+def accept_json(results: list[Accepted]) -> dict:
+    pick = chosen(results)
+    return {
+        "chosen": pick.design.name if pick else None,
+        "designs": [{**design_json(a.outcome), "passed_without_faults": a.outcome.passed,
+                     "passed": a.accepted, "accepted": a.accepted, "reasons": a.reasons(),
+                     "with_faults": [f.as_dict() for f in a.with_faults],
+                     "faults": [[x.as_dict() for x in run] for run in a.fault_figures]}
+                    for a in results],
+    }
+
+
+def plot_recovery(a: Accepted, ax=None):
+    """Windowed p95 TTFT and goodput of the first faulted run, the faults marked."""
+    from matplotlib.figure import Figure
+    fig = None
+    if ax is None:
+        fig = Figure(figsize=(9, 5))
+        ax = fig.subplots(2, 1, sharex=True)
+    starts, p95, good = a.series
+    ax[0].plot(starts, p95, drawstyle="steps-post")
+    ax[0].set_yscale("log")
+    plain_ticks(ax[0].yaxis)
+    ax[0].set_ylabel("p95 TTFT (s)")
+    ax[1].plot(starts, good, drawstyle="steps-post")
+    ax[1].set_ylim(bottom=0)
+    ax[1].set_ylabel("goodput (requests/s)")
+    ax[1].set_xlabel("time (s)")
+    for f in a.faults:
+        for axis in ax:
+            axis.axvspan(f.at_s, f.at_s + (f.down_s or 0), color="C3", alpha=0.15)
+            axis.axvline(f.at_s, color="C3", lw=1)
+    back = [(f, _recovery_of(a.fault_figures[0], f)) for f in a.faults] if a.fault_figures \
+        else []
+    for f, rec in back:
+        if rec is not None:
+            for axis in ax:
+                axis.axvline(f.at_s + rec, color="C2", lw=1, ls="--")
+    said = ", ".join(f"{f.text()} in {_fmt(rec)}" for f, rec in back)
+    ax[0].set_title(f"{a.design.name}, first run: faults shaded" + (
+        f"; recovered (green, dashed): {said}" if said else ""), fontsize=9, loc="left")
+    if fig is not None:
+        fig.tight_layout()
+    return fig
+
+
+def write_accept_report(results: list[Accepted], out: str | Path, scenario_text: str,
+                        load_text: str, criteria: Criteria, fc: FaultCriteria,
+                        synthetic: bool) -> list[Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = {}
+    pick = chosen(results) or (results[0] if results else None)
+    if pick is not None and pick.series is not None:
+        plot_recovery(pick).savefig(out / "recovery.png", dpi=110)
+        plots["p95 TTFT and goodput through the faults"] = "recovery.png"
+    (out / "decision-record.md").write_text(decision_record(results, scenario_text, load_text,
+                                                            criteria, fc, synthetic, plots))
+    (out / "runbook.md").write_text(runbook(results, plots))
+    (out / "accept.json").write_text(json.dumps(accept_json(results), indent=2,
+                                                allow_nan=False) + "\n")
+    return [out / "decision-record.md", out / "runbook.md", out / "accept.json"] + \
+        [out / p for p in plots.values()]

@@ -1,0 +1,3 @@
+"""The questions the serving method asks of the simulator: verdicts over repeated runs, designs
+compared, capacity searches, the acceptance harness, the placement planner, queueing theory beside
+the simulator, the noisy neighbour and the validation against published measurements."""

@@ -1,0 +1,156 @@
+"""The acceptance harness: designs over seeds, with and without the fault schedule, judged by
+stated criteria (what it writes, the decision record and the runbook, is
+:mod:`..reports.decision_record`).
+
+A design is **accepted** when, in every run:
+
+- without faults, every class with SLOs has at least ``attainment`` of its requests within them;
+- with the faults, no request is lost (every request ends: completed, rejected or failed), at
+  least ``fault_attainment`` of requests meet their SLOs (if stated), and every fault's
+  recovery time is at most ``max_recovery_s`` (if stated; "never" fails it). Even when no
+  limit is stated, a fault the fleet never recovers from within the run fails the design
+  (``recovery_required``, on by default): a design that stays down is not accepted.
+
+The **chosen design** is the cheapest accepted one (cost per million output tokens at the stated
+price, fewer GPUs on a tie).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...errors import InputError
+from ..cluster.deployment import Design
+from ..cluster.faults import Fault, Resilience
+from ..figures.metrics import Figures, figures
+from ..figures.recovery import FaultFigures, fault_figures, windowed
+from ..load.requests import Requests
+from ..numbers import check_real
+from ..sim.simulate import simulate
+from .acceptance import Criteria, Outcome, evaluate, interval
+
+__all__ = ["FaultCriteria", "Accepted", "accept", "chosen"]
+
+
+@dataclass(frozen=True)
+class FaultCriteria:
+    """max_recovery_s : every fault's recovery time at most this (None: no limit)
+    fault_attainment : share of requests within their SLOs under the faults (None: reported)
+    window_s, tolerance, hold : how recovery time is measured (see :mod:`.recovery`)
+    recovery_required : a fault never recovered from within the run fails the design, with
+    or without ``max_recovery_s`` (default True; False: without a limit, reported only)"""
+
+    max_recovery_s: float | None = None
+    fault_attainment: float | None = None
+    window_s: float = 10.0
+    tolerance: float = 0.25
+    hold: int = 3
+    recovery_required: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.recovery_required, bool):
+            raise InputError(f"recovery_required must be true or false, got "
+                             f"{self.recovery_required!r}")
+        if self.max_recovery_s is not None:
+            check_real("max_recovery_s", self.max_recovery_s, 0.0, 1e9)
+        if self.fault_attainment is not None:
+            check_real("fault_attainment", self.fault_attainment, 0.0, 1.0)
+        check_real("window_s", self.window_s, 0.0, 1e6, low_open=True)
+        check_real("tolerance", self.tolerance, 0.0, 10.0)
+
+
+@dataclass
+class Accepted:
+    """One design under acceptance: its plain runs, and its runs with the faults."""
+
+    outcome: Outcome
+    faults: tuple[Fault, ...]
+    criteria: FaultCriteria
+    with_faults: list[Figures] = field(default_factory=list)
+    fault_figures: list[list[FaultFigures]] = field(default_factory=list)
+    series: tuple | None = None         # (starts, p95 TTFT, goodput) of the first faulted run
+    alone: list[FaultFigures] = field(default_factory=list)   # each fault alone, first seed
+
+    @property
+    def design(self) -> Design:
+        return self.outcome.design
+
+    def reasons(self) -> list[str]:
+        """Why the design is not accepted (empty: accepted)."""
+        why = []
+        o = self.outcome
+        if o.passed is False:
+            why.append("misses its SLOs without faults: " + o.verdict().split(": ", 1)[1]
+                       .split(" Synthetic")[0])
+        for k, figs in enumerate(self.fault_figures):
+            if figs and figs[0].lost:
+                why.append(f"run {k + 1}: {figs[0].lost} requests lost")
+            c = self.criteria
+            if c.fault_attainment is not None and o.has_slo and \
+                    self.with_faults[k].slo_attainment < c.fault_attainment:
+                why.append(f"run {k + 1}: {self.with_faults[k].slo_attainment:.1%} within SLOs "
+                           f"under the faults ({c.fault_attainment:.0%} needed)")
+            if c.max_recovery_s is not None:
+                for f in figs:
+                    if f.recovery_s is None or f.recovery_s > c.max_recovery_s:
+                        took = "never" if f.recovery_s is None else f"{f.recovery_s:g} s"
+                        why.append(f"run {k + 1}: {f.fault} recovered {took} (at most "
+                                   f"{c.max_recovery_s:g} s)")
+            elif c.recovery_required:
+                for f in figs:
+                    if f.recovery_s is None:
+                        why.append(f"run {k + 1}: {f.fault} never recovered within the run "
+                                   "(recovery is required)")
+        return why
+
+    @property
+    def accepted(self) -> bool | None:
+        if not self.outcome.has_slo and not self.faults:
+            return None
+        return not self.reasons()
+
+    def recovery(self, k: int) -> list[float | None]:
+        return [f.recovery_s for f in self.fault_figures[k]]
+
+
+def accept(designs: list[Design], make_requests: Callable[[int], Requests],
+           faults: tuple[Fault, ...] = (), runs: int = 1, seed: int = 0,
+           criteria: Criteria | None = None, fault_criteria: FaultCriteria | None = None,
+           resilience: Resilience | None = None, implementation: str = "fast",
+           on_run: Callable[[], None] | None = None) -> list[Accepted]:
+    """Every design over ``runs`` seeds, without and with ``faults``."""
+    fc = fault_criteria or FaultCriteria()
+    out = []
+    for d in designs:
+        bases: list = []     # the runs without faults: each is its fault run's baseline
+        o = evaluate(d, make_requests, runs, seed, criteria, implementation, on_run, bases)
+        a = Accepted(o, tuple(faults), fc)
+        if faults:
+            for k, base in enumerate(bases):
+                req = base.requests
+                run = simulate(req, d, implementation, faults, resilience)
+                a.with_faults.append(figures(run))
+                a.fault_figures.append(fault_figures(run, base, fc.window_s, fc.tolerance,
+                                                     fc.hold))
+                if k == 0:
+                    start = float(min(req.arrival_s)) if len(req) else 0.0
+                    end = float(max(run.done_s[run.done_s == run.done_s], default=start))
+                    a.series = windowed(run, start, end, fc.window_s)
+                    if len(faults) > 1:     # each fault alone, for the runbook
+                        for f in faults:
+                            solo = simulate(req, d, implementation, (f,), resilience)
+                            a.alone += fault_figures(solo, base, fc.window_s, fc.tolerance,
+                                                     fc.hold)
+                    else:
+                        a.alone = list(a.fault_figures[0])
+                if on_run is not None:
+                    on_run()
+        out.append(a)
+    return out
+
+
+def chosen(results: list[Accepted]) -> Accepted | None:
+    ok = [a for a in results if a.accepted]
+    return min(ok, key=lambda a: (interval(a.outcome.cost_per_mtok())[0], a.design.gpus),
+               default=None)
