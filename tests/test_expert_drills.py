@@ -27,7 +27,7 @@ def test_expert_reads_is_what_the_performance_model_reads():
         # minus those at n tokens with no expert: the one-token read less its k experts)
         rest = pm.weight_bytes_read(1) - m.layers * m.experts_per_token * m.expert_params * 2
         assert q.answer == pytest.approx((pm.weight_bytes_read(n) - rest) / 1e9, rel=1e-9)
-        assert q.grading == "number" and q.unit == "GB" and q.rel_tolerance == 0.01
+        assert q.grading == "figure" and q.unit == "GB" and q.rel_tolerance == 0.01
 
 
 def test_fp8_weights_is_what_an_fp8_replica_holds():

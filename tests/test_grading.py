@@ -463,7 +463,7 @@ def _in_the_copy(exercise: str, code: str) -> subprocess.CompletedProcess:
 
     package = answer_free.package_for(exercises.EXERCISES[exercise])
     prelude = ("import sys\n"
-               f"sys.path.insert(0, {str(package / 'classroom')!r})\n"
+               f"sys.path.insert(0, {str(package / 'classroom' / 'grader')!r})\n"
                "from evaluate_run import only_this_copy\n"
                f"only_this_copy({str(package.parent)!r})\n"
                "from schedatrix import _refused\n"
@@ -497,8 +497,9 @@ def test_no_answer_of_an_exercise_is_reachable_in_its_evaluation(name):
             "    else:\n"
             "        raise SystemExit(f'{answer} ran')\n"
             "assert len(_refused.HITS) == len(refused), _refused.HITS\n"
-            "for gone in ('checks', 'checks_month', 'checks_serving', 'checker', 'grading',\n"
-            "             'exercises', 'evaluation', 'grade_notebook'):\n"
+            "for gone in ('checking.checks', 'checking.checks_month', 'checking.checks_serving',\n"
+            "             'checking.checker', 'grading', 'checking.exercises', 'releases',\n"
+            "             'grader.evaluation', 'grader.grade_notebook', 'grader.sandbox'):\n"
             "    try:\n"
             "        importlib.import_module('schedatrix.classroom.' + gone)\n"
             "    except ImportError:\n"

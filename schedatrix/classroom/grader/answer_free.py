@@ -37,8 +37,11 @@ from .sandbox import package_dir
 __all__ = ["KEPT", "NEEDED_AT_IMPORT", "REFUSED_MODULE", "public_name", "stub_source", "build",
            "package_for"]
 
-#: The classroom modules a copy keeps (the codec, and the scripts a sandbox runs).
-KEPT = ("__init__.py", "boundary.py", "nbval_run.py", "evaluate_run.py")
+#: The classroom modules a copy keeps, by their paths inside ``classroom/`` (the codec, the
+#: scripts a sandbox runs and the packages that hold them); every other classroom module and
+#: room is left out.
+KEPT = ("__init__.py", "checking/__init__.py", "checking/boundary.py", "grader/__init__.py",
+        "grader/nbval_run.py", "grader/evaluate_run.py")
 #: Answers the package calls while it is imported (every :class:`~schedatrix.Plan` checks its
 #: target): their code stays in the copy and :func:`swap` refuses them after the import.
 NEEDED_AT_IMPORT = ("schedatrix.fleet.run_set:shape_target",)
@@ -141,14 +144,18 @@ def build(exercise: Exercise, root: Path) -> Path:
     (``root/schedatrix``)."""
     source = package_dir()
     target = root / "schedatrix"
-    kept_stems = {name[:-3] for name in KEPT}
+    classroom = source / "classroom"
+    kept = {classroom / name for name in KEPT}
+    kept_rooms = {path.parent for path in kept}
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         here = Path(folder)
-        if here == source / "classroom":
-            return {n for n in names if n not in KEPT and n != "__pycache__"}
-        if here == source / "classroom" / "__pycache__":
-            return {n for n in names if n.split(".")[0] not in kept_stems}
+        if here in kept_rooms:
+            return {n for n in names if n != "__pycache__" and here / n not in kept
+                    and here / n not in kept_rooms}
+        if here.name == "__pycache__" and here.parent in kept_rooms:
+            stems = {p.stem for p in kept if p.parent == here.parent}
+            return {n for n in names if n.split(".")[0] not in stems}
         return {n for n in names if n == ".ipynb_checkpoints"}
 
     shutil.copytree(source, target, ignore=ignore)

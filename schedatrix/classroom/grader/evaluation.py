@@ -154,7 +154,7 @@ def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int
         work = Path(tmp) / "work"
         work.mkdir()
         mine, theirs = socket.socketpair()
-        inner = [sys.executable, str(inside / "classroom" / "evaluate_run.py"),
+        inner = [sys.executable, str(inside / "classroom" / "grader" / "evaluate_run.py"),
                  *sandbox.runner_args(limits, slot), f"--channel-fd={theirs.fileno()}",
                  f"--package-root={inside.parent}"]
         launch = sandbox.launch(inner, work, limits, slot, pass_fds=(theirs.fileno(),),

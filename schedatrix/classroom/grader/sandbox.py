@@ -139,7 +139,7 @@ def _module_dir(name: str) -> Path | None:
 
 def package_dir() -> Path:
     """The folder of the installed ``schedatrix`` package."""
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 @functools.cache
