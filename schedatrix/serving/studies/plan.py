@@ -558,68 +558,65 @@ def _pareto(options: list[Option]) -> list[Option]:
     return [o for o in options if not any(p is not o and beats(p, o) for p in options)]
 
 
-def _branch_and_bound(per_model: list[list[Option]], leaf_key, bound, counts=None):
-    """The combination (one option a model, in ``product`` order) of the smallest
-    ``leaf_key(combo)`` (None: not allowed), the first of equals in that order: what trying
-    every combination finds, by depth-first search with a cut. ``bound(depth, partial)`` is a
-    key no combination starting with ``partial`` beats; a branch is cut when that bound is
-    above the best found, or equal to it and the branch comes later in the order. With
-    ``counts``, a branch whose GPUs of a kind (plus the fewest the models left need) exceed
-    the count is cut too (it cannot pack)."""
+def _branch_and_bound(per_model: list[list[Option]], value, leaf_key, counts=None):
+    """The combination (one option a model) of the smallest ``leaf_key(combo, summed)`` (None:
+    not allowed), the first of equals in ``product`` order: what trying every combination
+    finds, by depth-first search with a cut. ``value(option)`` is a pair summed over the
+    combination (``summed``), never above its leaf key: the partial sum plus the least the
+    models left can add bounds every combination below a branch, which is cut when that bound
+    is above the best found, or equal to it and the branch comes after it in product order.
+    Each model's options are visited least ``value`` first (good answers early, more cut).
+    With ``counts``, a branch whose GPUs of a kind (plus the fewest the models left need)
+    exceed the count is cut too: it cannot pack."""
     n = len(per_model)
     kinds = sorted({k for opts in per_model for o in opts for k in o.gpus_by_kind})
-    least = [[min(o.gpus_by_kind.get(k, 0) for o in opts) for k in kinds] for opts in per_model]
-    rest = [[sum(least[j][i] for j in range(d, n)) for i in range(len(kinds))]
-            for d in range(n + 1)]
-    best, best_key, best_at = None, None, None
+    values = [[value(o) for o in opts] for opts in per_model]
+    order = [sorted(range(len(opts)), key=lambda i, v=v: v[i]) for opts, v in
+             zip(per_model, values, strict=True)]
+    gpus = [[[o.gpus_by_kind.get(k, 0) for k in kinds] for o in opts] for opts in per_model]
+    rest_value, rest_gpus = [(0, 0)], [[0] * len(kinds)]
+    for d in range(n - 1, -1, -1):
+        low = (min(v[0] for v in values[d]), min(v[1] for v in values[d]))
+        rest_value.append((rest_value[-1][0] + low[0], rest_value[-1][1] + low[1]))
+        rest_gpus.append([r + min(g[j] for g in gpus[d]) for j, r in enumerate(rest_gpus[-1])])
+    rest_value, rest_gpus = rest_value[::-1], rest_gpus[::-1]
+    limit = [counts.get(k, 0) for k in kinds] if counts is not None else None
+    best: list = [None, None, None]         # combo, key, its indices
     partial: list[Option] = []
     at: list[int] = []
-    used = [0] * len(kinds)
 
-    def visit(depth: int) -> None:
-        nonlocal best, best_key, best_at
-        if best_key is not None:
-            lower = bound(depth, partial)
-            earlier = tuple(at) < best_at[:depth]
-            if lower > best_key or (lower == best_key and not earlier):
+    def visit(depth: int, summed: tuple, used: list[int]) -> None:
+        if best[1] is not None:
+            lower = (summed[0] + rest_value[depth][0], summed[1] + rest_value[depth][1])
+            after = tuple(at) > best[2][:depth]
+            if lower > best[1] or (lower == best[1] and after):
                 return
         if depth == n:
-            key = leaf_key(tuple(partial))
-            if key is not None and (best_key is None or key < best_key
-                                    or (key == best_key and tuple(at) < best_at)):
-                best, best_key, best_at = tuple(partial), key, tuple(at)
+            key = leaf_key(tuple(partial), summed)
+            if key is not None and (best[1] is None or key < best[1]
+                                    or (key == best[1] and tuple(at) < best[2])):
+                best[:] = [tuple(partial), key, tuple(at)]
             return
-        for i, o in enumerate(per_model[depth]):
-            gpus = [o.gpus_by_kind.get(k, 0) for k in kinds]
-            if counts is not None and any(
-                    u + g + r > counts.get(k, 0)
-                    for u, g, r, k in zip(used, gpus, rest[depth + 1], kinds, strict=True)):
+        for i in order[depth]:
+            g = gpus[depth][i]
+            now = [u + x for u, x in zip(used, g, strict=True)]
+            if limit is not None and any(u + r > c for u, r, c in
+                                         zip(now, rest_gpus[depth + 1], limit, strict=True)):
                 continue
-            partial.append(o)
+            v = values[depth][i]
+            partial.append(per_model[depth][i])
             at.append(i)
-            for j, g in enumerate(gpus):
-                used[j] += g
-            visit(depth + 1)
-            for j, g in enumerate(gpus):
-                used[j] -= g
+            visit(depth + 1, (summed[0] + v[0], summed[1] + v[1]), now)
             partial.pop()
             at.pop()
 
     if n:
-        visit(0)
-    return best
+        visit(0, (0, 0), [0] * len(kinds))
+    return best[0]
 
 
 def _exact(x: float) -> Fraction:
     return Fraction(x)
-
-
-def _rest_least(per_model: list[list[Option]], value) -> list:
-    """For each depth, the sum over the models from there on of their smallest ``value``."""
-    out = [0]
-    for opts in reversed(per_model):
-        out.append(out[-1] + min(value(o) for o in opts))
-    return out[::-1]
 
 
 def _cheapest(per_model: list[list[Option]], counts: dict[str, int] | None):
@@ -628,19 +625,12 @@ def _cheapest(per_model: list[list[Option]], counts: dict[str, int] | None):
     summed exactly."""
     if any(not opts for opts in per_model):
         return None
-    cost = _rest_least(per_model, lambda o: _exact(o.dollars_per_hour))
-    gpus = _rest_least(per_model, lambda o: o.gpus)
 
-    def bound(depth, partial):
-        return (sum((_exact(o.dollars_per_hour) for o in partial), Fraction(0)) + cost[depth],
-                sum(o.gpus for o in partial) + gpus[depth])
+    def leaf(combo, summed):
+        return summed if counts is None or _fits(combo, counts) else None
 
-    def leaf(combo):
-        if counts is not None and not _fits(combo, counts):
-            return None
-        return bound(len(combo), combo)
-
-    return _branch_and_bound(per_model, leaf, bound, counts)
+    return _branch_and_bound(per_model, lambda o: (_exact(o.dollars_per_hour), o.gpus), leaf,
+                             counts)
 
 
 def _need(combo: tuple[Option, ...]) -> dict[str, int]:
@@ -658,20 +648,12 @@ def _need(combo: tuple[Option, ...]) -> dict[str, int]:
 
 def _smallest_budget(per_model: list[list[Option]], pool: Pool) -> dict[str, int] | None:
     """The fewest GPUs of each kind that would hold the cheapest combination by GPU count
-    (branch and bound on (GPUs needed, cost))."""
+    (branch and bound on (GPUs needed, cost): the GPUs a combination needs are at least the
+    sum of its options')."""
     if not per_model or any(not opts for opts in per_model):
         return None
-    cost = _rest_least(per_model, lambda o: _exact(o.dollars_per_hour))
-    gpus = _rest_least(per_model, lambda o: o.gpus)
-
-    def bound(depth, partial):
-        return (sum(o.gpus for o in partial) + gpus[depth],
-                sum((_exact(o.dollars_per_hour) for o in partial), Fraction(0)) + cost[depth])
-
-    def leaf(combo):
-        return (sum(_need(combo).values()), bound(len(combo), combo)[1])
-
-    combo = _branch_and_bound(per_model, leaf, bound)
+    combo = _branch_and_bound(per_model, lambda o: (o.gpus, _exact(o.dollars_per_hour)),
+                              lambda combo, summed: (sum(_need(combo).values()), summed[1]))
     need = _need(combo)
     return {k: need.get(k, 0) for k, _ in pool.kinds if need.get(k)}
 
