@@ -18,8 +18,7 @@ from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.scale import at_rate, mean_rate, profile_s
 from schedatrix.serving.load.workload import Load, generate
 from schedatrix.serving.studies.capacity import goodput_capacity
-from schedatrix.serving.studies.steady import (MIN_REQUESTS, SETTLE_TIMES, check_requests,
-                                               steady_run)
+from schedatrix.serving.studies.steady import MIN_REQUESTS, SETTLE_TIMES, check_requests, steady_run
 
 SLO = SLOClass("default", 1.0, 0, 0.5, 0.05)
 H100_8B = Design(model="llama-3.1-8b", gpu="h100-80gb", tp=1, replicas=1)
