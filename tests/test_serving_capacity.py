@@ -66,7 +66,7 @@ def test_the_table_shows_the_columns_asked_for():
     narrow = table(c, ("GPUs", "TTFT p95 ms", "in SLO", "verdict")).splitlines()
     assert narrow[0].split() == ["design", "GPUs", "TTFT", "p95", "ms", "in", "SLO", "verdict"]
     assert narrow[2].split()[:3] == ["1", "x", "TP1"] and narrow[2].split()[3] == "1"
-    with_goodput(c, load, 0.9, requests=300)
+    with_goodput(c, load, 0.9, requests=1000)
     cols = table(c, ("GPUs", "in SLO")).splitlines()[0]
     assert cols.index("max rps @90%") < cols.index("per GPU") < cols.index("in SLO")
     with pytest.raises(InputError, match="unknown 'p99'"):

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: A small pool for fast tests: two small models, few requests a rate.
 SMALL = {
-    "pool": {"gpu": "h100-80gb", "count": 2, "requests": 120, "seed": 3},
+    "pool": {"gpu": "h100-80gb", "count": 2, "requests": 1000, "seed": 3},
     "models": [
         {"name": "chat", "model": "llama-3.2-3b", "rate": 6, "input_len": "512",
          "output_len": "64", "ttft_s": 0.5, "tpot_s": 0.05},
@@ -136,18 +136,27 @@ def test_fp8_is_not_offered_where_the_gpu_has_none():
     assert any("no FP8 tensor cores" in w for w in why)
 
 
-# -- the example: three models on 16 H100s, and on 2 -------------------------------------------
-def test_the_example_places_three_models_on_16_h100s_and_not_on_2():
+# -- the example: three models on 20 H100s, and on 2 -------------------------------------------
+def test_the_example_places_three_models_on_20_h100s_and_holds_at_steady_state():
+    """The packaged plan's verdicts hold when each placed design serves 3,000+ requests (and
+    twice the run its verdict was read on) at its planned rate: the queues had settled."""
+    from schedatrix.serving.figures.metrics import met_slo
+    from schedatrix.serving.studies.steady import steady_run
+
     path = examples.path("serving-plan.toml")
     spec = load_pool(path)
     assert [m.model for m in spec.models] == ["llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b"]
-    assert spec.pool.kinds == (("h100-80gb", 16),)
-    done = _cli(str(path), "--json", "--quiet")
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
-    assert out["fits"] and out["gpus_used"]["h100-80gb"] <= 16
-    assert out["gpus_used"]["h100-80gb"] + out["gpus_idle"]["h100-80gb"] == 16
+    assert spec.pool.kinds == (("h100-80gb", 20),)
+    out = plan_json(plan(spec))
+    assert out["fits"] and out["gpus_used"]["h100-80gb"] <= 20
+    assert out["gpus_used"]["h100-80gb"] + out["gpus_idle"]["h100-80gb"] == 20
     assert all(m["meets"] for m in out["models"]) and len(out["models"]) == 3
+    for m in plan(spec).models:
+        long = steady_run(m.option.design, m.spec.load, spec.pool.seed,
+                          max(3000, 2 * m.goodput.requests))
+        assert long.requests >= 3000 and long.settled
+        share = long.share(met_slo(long.run))
+        assert share >= spec.pool.attainment, (m.spec.name, share)
     two = _cli(str(path), "--gpus", "2", "--quiet")
     assert two.returncode == 0 and not two.stderr.strip(), two.stderr
     assert "no placement fits in 2 x h100-80gb" in two.stdout
@@ -181,7 +190,7 @@ def test_two_kinds_of_gpu_and_a_trace_load(tmp_path):
     trace = tmp_path / "trace.csv"
     trace.write_text("timestamp,input_tokens,output_tokens\n" + rows + "\n")
     spec = pool_from_dict({
-        "pool": {"gpu": ["h100-80gb", "a100-80gb"], "count": [1, 1], "requests": 100},
+        "pool": {"gpu": ["h100-80gb", "a100-80gb"], "count": [1, 1], "requests": 1000},
         "models": [{"name": "chat", "model": "llama-3.2-3b", "trace": "trace.csv",
                     "ttft_s": 1.0, "tpot_s": 0.1},
                    {"name": "assist", "model": "llama-3.1-8b", "rate": 1, "input_len": "512",
@@ -216,8 +225,8 @@ def test_a_plan_reuses_the_searches_it_has_made_and_says_the_same(monkeypatch):
     """Searches and runs are kept by their inputs: the same file planned again simulates
     nothing, a pool of another size re-searches no unit, and each plan says what a fresh
     process would."""
-    from schedatrix.serving.studies import capacity
     from schedatrix.serving.studies import plan as planner
+    from schedatrix.serving.studies import steady
 
     spec, bigger = pool_from_dict(_with(2)), pool_from_dict(_with(4))
     planner._MEMO.clear()
@@ -231,8 +240,7 @@ def test_a_plan_reuses_the_searches_it_has_made_and_says_the_same(monkeypatch):
             return real(*args, **kw)
         return simulate
 
-    monkeypatch.setattr(capacity, "simulate", counted(capacity.simulate))
-    monkeypatch.setattr(planner, "simulate", counted(planner.simulate))
+    monkeypatch.setattr(steady, "simulate", counted(steady.simulate))
     assert plan_json(plan(spec)) == fresh["2"]
     first = len(runs)
     assert first > 0

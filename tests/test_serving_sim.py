@@ -193,7 +193,8 @@ def test_conservation(case):
     first, end, arr = run.first_token_s[done], run.done_s[done], run.arrival_s[done]
     assert np.all(arr <= run.scheduled_s[done]) and np.all(run.scheduled_s[done] < first)
     assert np.all(first <= end)
-    assert f.throughput_tok_s * f.span_s == pytest.approx(req.output_tokens[done].sum())
+    assert f.run_throughput_tok_s * f.span_s == pytest.approx(req.output_tokens[done].sum())
+    assert f.throughput_tok_s * f.load_span_s == pytest.approx(req.output_tokens[done].sum())
     # the pooled gaps count every token after each request's first
     _, _, count, w = run.gaps.arrays()
     assert int(np.sum(count * w.sum(axis=1))) == int((req.output_tokens[done] - 1).sum())

@@ -196,11 +196,18 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                                    "the requests meet every SLO (--slo-ttft, --slo-tpot) on one "
                                    "design (a scenario's first, --design NAME, or the flags), "
                                    "the load's lengths and burstiness kept, and that rate per "
-                                   "GPU (DistServe's goodput). --requests sets each rate's run.")
+                                   "GPU (DistServe's goodput). Each rate runs at steady state: "
+                                   "--requests (at least 1,000) is where its run starts, "
+                                   "lengthened until the queue settles. A --trace is scaled by "
+                                   "time-compressing its arrivals; a fitted profile (bursts) "
+                                   "keeps its shape.")
     p.add_argument("scenario", nargs="?", metavar="SCENARIO.toml", help="a scenario file")
     p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
     p.add_argument("--attainment", type=_share("--attainment"), default=0.9, metavar="SHARE",
                    help="share of requests that must meet every SLO (default 0.9)")
+    p.add_argument("--no-drift", dest="drift", action="store_false",
+                   help="drop the load's drift (bursts; a trace becomes its fitted twin at one "
+                        "rate), to compare with the drift kept")
     _add_scenario_flags(p)
     p.set_defaults(func=_cmd_capacity)
     p = sub.add_parser("fit", help="a trace's figures and a synthetic load that reproduces them")
@@ -224,6 +231,8 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                                                      "serving-plan.toml)")
     p.add_argument("--gpus", type=_positive(int, "--gpus"), metavar="N",
                    help="GPUs in the pool instead of the file's count (one kind)")
+    p.add_argument("--no-drift", dest="drift", action="store_false", default=None,
+                   help="plan a trace's model without its per-minute profile (drift = false)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.set_defaults(func=_cmd_plan)
@@ -415,8 +424,9 @@ def _cmd_capacity(args) -> int:
     from .studies.capacity import goodput_capacity
     scenario = _scenario(args, one_design=True)
     design = scenario.designs[0]
-    good = goodput_capacity(design, scenario.load, args.attainment,
-                            requests=scenario.requests or 2000, seed=scenario.seed)
+    requests = scenario.requests or 2000
+    good = goodput_capacity(design, scenario.load, args.attainment, requests=requests,
+                            seed=scenario.seed, drift=args.drift)
     slos = sorted({(c.ttft_s, c.tpot_s) for c in scenario.load.classes})
     if args.json:
         print(json.dumps({
@@ -424,7 +434,8 @@ def _cmd_capacity(args) -> int:
             "attainment": good.attainment, "max_rate_rps": good.max_rate_rps,
             "rate_per_gpu": good.rate_per_gpu, "attained": good.attained,
             "slos": [{"ttft_s": t, "tpot_s": p} for t, p in slos],
-            "requests_per_rate": scenario.requests or 2000, "seed": scenario.seed,
+            "requests_per_rate": requests, "requests_at_capacity": good.requests,
+            "drift": good.drift, "seed": scenario.seed,
             "tried": [{"rate_rps": r, "attained": a, "passed": ok} for r, a, ok in good.tried],
             "goodput_definition": "DistServe: the highest request rate at which the attainment "
                                   "share of requests meets every SLO"}, allow_nan=False))
@@ -438,8 +449,10 @@ def _cmd_capacity(args) -> int:
     if good.max_rate_rps == 0:
         print("goodput (DistServe): 0: even a rate of 0.001 request/s misses the attainment")
         return 0
+    drift = "" if good.drift else " (drift dropped: --no-drift)"
     print(f"goodput (DistServe): {good.max_rate_rps:.3g} requests/s "
-          f"({good.rate_per_gpu:.3g} per GPU), {good.attained:.1%} within every SLO there")
+          f"({good.rate_per_gpu:.3g} per GPU), {good.attained:.1%} within every SLO there"
+          f"{drift}, at steady state ({good.requests:,} requests)")
     return 0
 
 
@@ -454,6 +467,9 @@ def _cmd_plan(args) -> int:
         import dataclasses
         spec = dataclasses.replace(spec, pool=dataclasses.replace(
             spec.pool, kinds=((spec.pool.kinds[0][0], args.gpus),)))
+    if args.drift is False:
+        import dataclasses
+        spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, drift=False))
     with tqdm(desc="plan", unit="search", disable=args.json or args.quiet, file=sys.stderr,
               mininterval=1.0) as bar:
         result = plan(spec, on_progress=lambda text: (bar.set_postfix_str(text[:40]),
@@ -590,11 +606,11 @@ def _cmd_compare(args) -> int:
                   and any(c.ttft_s is not None or c.tpot_s is not None for c in load.classes))
     if args.capacity and searchable and main.outcomes:
         from .studies.compare import with_goodput
+        from .studies.steady import MIN_REQUESTS
         bar = tqdm(total=len(main.outcomes), desc="goodput search", unit="design",
                    disable=args.json or args.quiet, file=sys.stderr, mininterval=1.0)
         with bar:
-            with_goodput(main, load, scenario.criteria.attainment,
-                         min(scenario.requests or 1000, 1000), scenario.seed,
+            with_goodput(main, load, scenario.criteria.attainment, MIN_REQUESTS, scenario.seed,
                          on_design=bar.update)
     return _finish(comparisons, scenario, args)
 

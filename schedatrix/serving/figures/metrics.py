@@ -7,6 +7,12 @@ requests with at least two output tokens. A request meets its class's SLOs when 
 with TTFT at most the class's ``ttft_s`` and (two or more output tokens) TPOT at most its
 ``tpot_s``; goodput counts those per second of the measured span (first arrival to last
 end), SLO attainment divides them by the requests that arrived.
+
+Two spans, named: ``span_s``, the run's (first arrival to last end, the drain tail included),
+and ``load_span_s``, the load's (first arrival to last arrival). ``throughput_tok_s``, what
+cost per million tokens divides by, is output tokens over the load's span, so two runs of
+equal designs on equal loads cost the same whatever their last request's length;
+``run_throughput_tok_s`` is the same tokens over the run's span.
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ class Figures:
     queue_mean: float
     mean_in_system: float
     throughput_tok_s: float
+    run_throughput_tok_s: float
     throughput_rps: float
     goodput_rps: float
     slo_attainment: float
     preemptions: int
     span_s: float
+    load_span_s: float = 0.0
 
     def as_dict(self) -> dict:
         return {k: _json_number(v) for k, v in self.__dict__.items()}
@@ -123,6 +131,9 @@ def figures(run: Run, class_id: int | None = None) -> Figures:
     mask &= ~np.isnan(run.arrival_s)        # closed loop: requests never sent don't count
     t0, t1 = span(run)
     length = max(t1 - t0, 1e-300)
+    arrived = run.arrival_s[mask]
+    load_span = float(arrived.max() - arrived.min()) if len(arrived) else 0.0
+    load_length = load_span if load_span > 0 else length    # one arrival: the run's span
     done = mask & (run.status == COMPLETED)
     arr, first, end = run.arrival_s[done], run.first_token_s[done], run.done_s[done]
     out = req.output_tokens[done]
@@ -145,12 +156,14 @@ def figures(run: Run, class_id: int | None = None) -> Figures:
         queue_p50=_pct(queue, 50), queue_p95=_pct(queue, 95),
         queue_mean=float(queue.mean()) if len(queue) else float("nan"),
         mean_in_system=_mean_in_system(run, mask, t0, length),
-        throughput_tok_s=float(out.sum()) / length,
+        throughput_tok_s=float(out.sum()) / load_length,
+        run_throughput_tok_s=float(out.sum()) / length,
         throughput_rps=float(done.sum()) / length,
         goodput_rps=float(met.sum()) / length,
         slo_attainment=float(met.sum()) / max(int(mask.sum()), 1),
         preemptions=int(run.preemptions[mask].sum()),
         span_s=t1 - t0,
+        load_span_s=load_span,
     )
 
 

@@ -18,7 +18,8 @@ def plan_lines(p: Plan) -> list[str]:
     count that would."""
     pool = p.pool
     lines = [f"pool: {pool.describe()}; {pool.attainment:.0%} of each model's requests within "
-             f"its SLOs; {pool.requests:,} requests at each rate tried, seed {pool.seed}"]
+             f"its SLOs; each rate at steady state (from {pool.requests:,} requests), seed "
+             f"{pool.seed}{'' if pool.drift else '; drift dropped'}"]
     if not p.fits:
         lines.append(f"no placement fits in {pool.describe()}:")
         for name, why in p.unservable:
@@ -66,7 +67,8 @@ def plan_json(p: Plan) -> dict:
         "source": p.source, "pool": {"gpus": dict(p.pool.kinds),
                                      "attainment": p.pool.attainment,
                                      "requests_per_rate": p.pool.requests,
-                                     "seed": p.pool.seed, "splits": p.pool.splits},
+                                     "seed": p.pool.seed, "splits": p.pool.splits,
+                                     "drift": p.pool.drift},
         "fits": p.fits,
         "models": [{
             "name": m.spec.name, "model": m.spec.model, "rate_rps": m.spec.rate_rps,

@@ -4,7 +4,9 @@ One search, :func:`highest_rate`, serves the load at a rate, judges the run, dou
 until it fails (or halves it until it passes), then halves the bracket between a rate that
 passes and one that does not until they are within ``rel_tol`` of each other. Each rate is
 judged on the same seed, so the answer is reproducible; the figures worsen with the rate, so
-the bracket is sound up to the noise of one run (``requests`` sets its length). Two judges:
+the bracket is sound up to the noise of one run. Every rate is judged at steady state
+(:mod:`.steady`: at least ``requests`` requests, lengthened until the arrivals span 20 mean
+times in system, a warm-up and the drain cut from the judged requests). Two judges:
 
 - :func:`goodput_capacity`: DistServe's goodput, the highest rate at which ``attainment`` of
   the arrived requests meet every SLO (TTFT and TPOT; rejected and failed requests miss), and
@@ -15,7 +17,6 @@ the bracket is sound up to the noise of one run (``requests`` sets its length). 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -26,12 +27,13 @@ from ...errors import InputError
 from ..cluster.deployment import Design
 from ..figures.record import COMPLETED
 from ..load.lengths import PairedLengths
-from ..load.workload import Load, generate
+from ..load.scale import at_rate, mean_rate
+from ..load.workload import Load
 from ..perf.catalog import MODELS
-from ..sim.simulate import simulate
+from .steady import MIN_REQUESTS, check_requests, steady_run
 
 __all__ = ["Capacity", "Goodput", "highest_rate", "goodput_capacity", "replica_capacity",
-           "catalog_model", "catalog_gpu", "DEFAULT_ATTAINMENT"]
+           "catalog_model", "catalog_gpu", "DEFAULT_ATTAINMENT", "MIN_REQUESTS"]
 
 #: DistServe's usual target: 90% of requests within every SLO.
 DEFAULT_ATTAINMENT = 0.9
@@ -79,9 +81,12 @@ class Capacity:
     tried: tuple
 
 
-def _objective_value(run, metric: str, percentile: float) -> float:
+def _objective_value(run, metric: str, percentile: float, judged=None) -> float:
     arr = run.arrival_s
     done = run.status == COMPLETED
+    if judged is not None:
+        run = _Judged(run, judged)
+        arr, done = run.arrival_s, done[judged]
     if not done.any():
         return math.inf
     if metric == "ttft":
@@ -138,6 +143,15 @@ def highest_rate(judge, high_rps: float = 200.0, rel_tol: float = 0.03,
     return low, low_value, tuple(tried)
 
 
+class _Judged:
+    """The judged requests' columns of a run (what ``_objective_value`` reads)."""
+
+    def __init__(self, run, judged):
+        self.arrival_s = run.arrival_s[judged]
+        self.first_token_s = run.first_token_s[judged]
+        self.done_s = run.done_s[judged]
+
+
 @dataclass(frozen=True)
 class Goodput:
     """DistServe's goodput of a design on a load.
@@ -145,7 +159,9 @@ class Goodput:
     max_rate_rps : the highest rate at which ``attainment`` of the requests meet every SLO
     rate_per_gpu : that rate over the design's GPUs
     attained : the share that met every SLO at that rate
-    tried : (rate, share attained, passed) for every rate the search ran"""
+    tried : (rate, share attained, passed) for every rate the search ran
+    drift : whether the load's drift (bursts, a fitted profile, a trace) was kept
+    requests : the requests served at the rate found (the steady-state length)"""
 
     max_rate_rps: float
     rate_per_gpu: float
@@ -153,35 +169,45 @@ class Goodput:
     attained: float
     design: Design
     tried: tuple
+    drift: bool = True
+    requests: int = 0
 
 
 def goodput_capacity(design: Design, load: Load, attainment: float = DEFAULT_ATTAINMENT,
                      requests: int = 2000, seed: int = 0, rel_tol: float = 0.03,
-                     high_rps: float = 1000.0) -> Goodput:
-    """DistServe's goodput: the highest request rate at which at least ``attainment`` of the
-    arrived requests meet every SLO of their class (``load``'s classes carry the thresholds;
-    its arrival process is scaled to each rate, its lengths kept). Raises InputError when no
-    class has an SLO or the load is a trace or a closed loop (no rate to scale)."""
+                     high_rps: float = 1000.0, drift: bool = True) -> Goodput:
+    """DistServe's goodput: the highest mean request rate at which at least ``attainment`` of
+    the judged requests meet every SLO of their class (``load``'s classes carry the
+    thresholds), each rate at steady state (:mod:`.steady`, from ``requests`` up). The load is
+    scaled to each rate with its lengths and burstiness kept and, with ``drift``, its drift
+    too (:func:`..load.scale.at_rate`: a trace time-compressed, a fitted profile's rate
+    raised); ``drift=False`` drops it. Raises InputError when no class has an SLO, the load is
+    a closed loop or tenants (no one rate to raise) or ``requests`` is too few."""
     if not 0 < attainment <= 1 or isinstance(attainment, bool):
         raise InputError(f"attainment: {attainment!r}; must be a share above 0 and at most 1 "
                          "(0.9: 90% of requests within every SLO)")
-    if (load.trace is not None or load.closed_loop is not None or load.rate_rps is None
-            or load.tenants):
-        raise InputError("goodput: the load must be one open-loop stream at a rate (a trace, "
-                         "a closed loop or tenants of their own have no one rate to raise); "
-                         "give --rate and lengths")
+    if load.closed_loop is not None or load.tenants or (load.rate_rps is None
+                                                        and load.trace is None):
+        raise InputError("goodput: the load must be one open-loop stream at a rate, or a "
+                         "trace (a closed loop or tenants of their own have no one rate to "
+                         "raise); give --rate and lengths, or --trace")
+    requests = check_requests(requests)
+    mean_rate(load)
     if not any(c.ttft_s is not None or c.tpot_s is not None for c in load.classes):
         raise InputError("goodput: no SLO to meet; give --slo-ttft and/or --slo-tpot")
     from ..figures.metrics import met_slo
+    lengths: dict[float, int] = {}
 
     def judge(rate: float) -> tuple[bool, float]:
-        run = simulate(generate(dataclasses.replace(load, rate_rps=rate), seed,
-                                requests=requests), design)
-        share = float(met_slo(run).mean())
+        steady = steady_run(design, at_rate(load, rate, drift), seed, requests,
+                            passes=lambda s: s.share(met_slo(s.run)) >= attainment)
+        share = steady.share(met_slo(steady.run))
+        lengths[rate] = steady.requests
         return share >= attainment, share
 
     rate, share, tried = highest_rate(judge, high_rps, rel_tol)
-    return Goodput(rate, rate / design.gpus, attainment, share, design, tried)
+    return Goodput(rate, rate / design.gpus, attainment, share, design, tried, drift,
+                   lengths.get(rate, 0))
 
 
 def replica_capacity(model: str, gpu: str, gpus_per_replica: int, input_tokens, output_tokens,
@@ -191,15 +217,23 @@ def replica_capacity(model: str, gpu: str, gpus_per_replica: int, input_tokens, 
     """The highest request rate one replica sustains with ``metric`` p``percentile`` below
     ``limit_s`` (at most, with ``inclusive``), on Poisson arrivals whose (input, output) lengths
     are drawn in pairs from the pool's requests. Raises InputError when the replica can't be
-    built (a model that does not fit)."""
+    built (a model that does not fit). Each rate is judged at steady state (:mod:`.steady`,
+    from ``requests`` up), on the requests past the warm-up cut."""
     design = Design(model=model, gpu=gpu, tp=gpus_per_replica, replicas=1)
     pairs = PairedLengths(np.asarray(input_tokens), np.asarray(output_tokens), "pool")
+    requests = check_requests(requests, "requests")
+
+    def value_of(steady) -> float:
+        return _objective_value(steady.run, metric, percentile, steady.judged)
+
+    def ok(value: float) -> bool:
+        return value <= limit_s if inclusive else value < limit_s
 
     def judge(rate: float) -> tuple[bool, float]:
-        load = Load(rate_rps=rate, pairs=pairs)
-        run = simulate(generate(load, seed, requests=requests), design)
-        value = _objective_value(run, metric, percentile)
-        return (value <= limit_s if inclusive else value < limit_s), value
+        steady = steady_run(design, Load(rate_rps=rate, pairs=pairs), seed, requests,
+                            passes=lambda s: ok(value_of(s)))
+        value = value_of(steady)
+        return ok(value), value
 
     rate, value, tried = highest_rate(judge, high_rps, rel_tol)
     return Capacity(rate, design, value, tried)

@@ -11,7 +11,8 @@ from .acceptance import Outcome, interval
 __all__ = ["FIGURE_KEYS", "design_json", "finite"]
 
 #: Every figure a design reports (seconds, fractions, per second), in order.
-FIGURE_KEYS = tuple(k for k in Figures.__dataclass_fields__ if k != "span_s")
+FIGURE_KEYS = tuple(k for k in Figures.__dataclass_fields__
+                    if k not in ("span_s", "load_span_s"))
 
 
 def finite(v):

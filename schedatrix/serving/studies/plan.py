@@ -6,14 +6,16 @@ SLOs within the pool's GPU count, found by simulation (``schedatrix serving plan
 gpu = "h100-80gb"        # one kind, or two: ["h100-80gb", "a100-80gb"]
 count = 16               # GPUs of it (a list for two kinds: [8, 8])
 attainment = 0.9         # share of each model's requests within its SLOs (DistServe's goodput)
-requests = 400           # requests simulated at each rate the search tries
+requests = 1000          # each rate's run starts here (at least 1,000), grown to steady state
 seed = 0
 splits = false           # also try prefill/decode splits (one prefill : one decode replica)
+drift = true             # a trace's model keeps its fitted per-minute profile (false: one rate)
 
 [[models]]
 name = "chat"            # default: the model
 model = "llama-3.2-3b"   # a catalog model
 rate = 6.0               # requests/s; or trace = "file.csv": its mean rate, burstiness, lengths
+                         # and per-minute profile (with rate too: the profile raised to it)
 burstiness = 1.0
 input_len = "lognormal:1000,0.8"
 output_len = "lognormal:150,0.7"
@@ -30,7 +32,8 @@ The search, DistServe's placement search on a budget:
    and one prefill : one decode split where ``splits`` asks for it (one side per kind when the
    pool has two). A unit whose weights do not fit says why.
 2. Each unit's goodput (:func:`.capacity.goodput_capacity`: the highest rate at which
-   ``attainment`` of the requests meet the model's SLOs, same seed at every rate) gives the
+   ``attainment`` of the requests meet the model's SLOs, same seed at every rate, each at
+   steady state: :mod:`.steady`) gives the
    units the model's rate needs, ``ceil(rate / goodput)``; that count is then simulated at the
    model's rate and trimmed (round-robin over more replicas smooths their arrivals, so fewer
    may do) or grown until it just meets the SLOs. Units are tried from the fewest GPUs up, and
@@ -38,16 +41,22 @@ The search, DistServe's placement search on a budget:
    one such unit alone.
 3. The cheapest combination of one placement per model whose GPUs of each kind fit the pool
    (replicas packed whole on nodes of eight; a replica of more than eight GPUs on whole nodes)
-   is the plan; ties go to fewer GPUs. Each chosen placement's headroom is its goodput over the
-   model's rate: how far its load may grow before it misses the attainment; the model with the
+   is the plan; ties go to fewer GPUs. The combination is found by branch and bound
+   (:func:`_cheapest`): models in order, each option's cost added to the cheapest the models
+   left could cost, a branch cut once that bound reaches the best found or its GPUs of a kind
+   exceed the pool's; the same answer as trying every combination, in seconds for 50 models.
+   Each chosen placement's headroom is its goodput over the model's rate: how far its load
+   may grow before it misses the attainment; the model with the
    least breaks first.
 4. When no combination fits: which model cannot be served and why (no unit holds it, none meets
    its SLOs at any rate, or its cheapest placement alone is over the count), and the smallest
    count that would hold them all.
 
-Every run is seeded, so the same file gives the same plan. The load of a trace is planned at
-its mean rate with its fitted burstiness and (input, output) pairs (``serving fit``); its
-slower swings of rate are not: give ``rate`` to plan at its peak.
+Every run is seeded, so the same file gives the same plan. The load of a trace is planned as
+its fitted twin (``serving fit``): its mean rate, burstiness within the profile, (input,
+output) pairs and per-minute rate profile, each run over the whole profile; ``rate`` raises
+the profile to another mean, its shape kept; ``drift = false`` (``serving plan --no-drift``)
+plans the drift-free twin (one rate) instead, for comparison.
 """
 
 from __future__ import annotations
@@ -56,7 +65,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import product
+from fractions import Fraction
 from pathlib import Path
 
 from ...errors import InputError
@@ -66,17 +75,17 @@ from ..intake.toml_tables import file_path, read_toml, table, tables, unknown
 from ..load.fit import fit
 from ..load.replay import replay
 from ..load.requests import SLOClass
-from ..load.workload import Load, generate
+from ..load.workload import Load
 from ..numbers import check_int, check_real
 from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, MODELS, gpu, model
 from ..perf.model import allowed_tp
-from ..sim.simulate import simulate
 from .capacity import Goodput, goodput_capacity
+from .steady import MIN_REQUESTS, check_requests, steady_run
 
 __all__ = ["Pool", "ModelLoad", "PoolFile", "Option", "ModelPlan", "Plan", "load_pool",
            "pool_from_dict", "plan", "packs"]
 
-_POOL_KEYS = {"gpu", "count", "attainment", "requests", "seed", "splits"}
+_POOL_KEYS = {"gpu", "count", "attainment", "requests", "seed", "splits", "drift"}
 _MODEL_KEYS = {"name", "model", "rate", "burstiness", "input_len", "output_len", "lengths_from",
                "trace", "ttft_s", "tpot_s", "dtype"}
 #: How far a unit count is trimmed or grown from ``ceil(rate / goodput)`` when simulated.
@@ -89,9 +98,10 @@ class Pool:
 
     kinds: tuple[tuple[str, int], ...]
     attainment: float = 0.9
-    requests: int = 400
+    requests: int = MIN_REQUESTS
     seed: int = 0
     splits: bool = False
+    drift: bool = True
 
     def count(self, kind: str) -> int:
         return dict(self.kinds).get(kind, 0)
@@ -265,14 +275,16 @@ def _pool(p: dict, where: str) -> Pool:
         counts = [check_int("count", c, 1, 100_000) for c in counts]
         attainment = check_real("attainment", p.get("attainment", 0.9), 0.0, 1.0,
                                 low_open=True)
-        requests = check_int("requests", p.get("requests", 400), 50, 1_000_000)
+        requests = check_requests(p.get("requests", MIN_REQUESTS), "requests")
         seed = check_int("seed", p.get("seed", 0), 0, 2**63 - 1)
     except InputError as e:
         raise InputError(f"{where}{e}") from None
-    splits = p.get("splits", False)
-    if not isinstance(splits, bool):
-        raise InputError(f"{where}splits: {splits!r}; allowed: true or false")
-    return Pool(tuple(zip(kinds, counts, strict=True)), float(attainment), requests, seed, splits)
+    splits, drift = p.get("splits", False), p.get("drift", True)
+    for key, value in (("splits", splits), ("drift", drift)):
+        if not isinstance(value, bool):
+            raise InputError(f"{where}{key}: {value!r}; allowed: true or false")
+    return Pool(tuple(zip(kinds, counts, strict=True)), float(attainment), requests, seed, splits,
+                drift)
 
 
 def _model(t: dict, k: int, base: Path | None, where: str) -> ModelLoad:
@@ -316,8 +328,7 @@ def _load(t: dict, base: Path | None, where: str, slo: SLOClass) -> tuple[Load, 
             raise InputError(f"{where}trace gives the lengths: drop input_len, output_len and "
                              "lengths_from")
         path = file_path(t["trace"], base, "trace", where)
-        fitted = fit(replay(path)).load
-        load = dataclasses.replace(fitted, bursts=(), classes=(slo,))
+        load = dataclasses.replace(fit(replay(path)).load, classes=(slo,))
         if "rate" in t:
             load = dataclasses.replace(load, rate_rps=check_real("rate", t["rate"], 0.0, 1e6,
                                                                  low_open=True))
@@ -426,18 +437,28 @@ def _memo(key: tuple, compute: Callable[[], object]):
     return found
 
 
+def _load_of(m: ModelLoad, pool: Pool) -> Load:
+    return m.load if pool.drift else dataclasses.replace(m.load, bursts=())
+
+
 def _goodput(design: Design, m: ModelLoad, pool: Pool) -> Goodput:
-    return _memo(("goodput", design, m.load, pool.attainment, pool.requests, pool.seed),
-                 lambda: goodput_capacity(design, m.load, pool.attainment,
+    load = _load_of(m, pool)
+    return _memo(("goodput", design, load, pool.attainment, pool.requests, pool.seed),
+                 lambda: goodput_capacity(design, load, pool.attainment,
                                           requests=pool.requests, seed=pool.seed))
 
 
 def _attained(design: Design, m: ModelLoad, pool: Pool) -> float:
-    def share() -> float:
-        run = simulate(generate(m.load, pool.seed, requests=pool.requests), design)
-        return float(met_slo(run).mean())
+    """The share of ``m``'s judged requests within its SLOs on ``design`` at its rate, at
+    steady state (lengthened while it passes)."""
+    load = _load_of(m, pool)
 
-    return _memo(("attained", design, m.load, pool.requests, pool.seed), share)
+    def share() -> float:
+        steady = steady_run(design, load, pool.seed, pool.requests,
+                            passes=lambda s: s.share(met_slo(s.run)) >= pool.attainment)
+        return steady.share(met_slo(steady.run))
+
+    return _memo(("attained", design, load, pool.requests, pool.seed, pool.attainment), share)
 
 
 def _option(m: ModelLoad, unit: Design, good: Goodput, pool: Pool) -> Option | None:
@@ -537,36 +558,104 @@ def _pareto(options: list[Option]) -> list[Option]:
     return [o for o in options if not any(p is not o and beats(p, o) for p in options)]
 
 
+def _branch_and_bound(per_model: list[list[Option]], value, leaf_key, counts=None):
+    """The combination (one option a model) of the smallest ``leaf_key(combo, summed)`` (None:
+    not allowed), the first of equals in ``product`` order: what trying every combination
+    finds, by depth-first search with a cut. ``value(option)`` is a pair summed over the
+    combination (``summed``), never above its leaf key: the partial sum plus the least the
+    models left can add bounds every combination below a branch, which is cut when that bound
+    is above the best found, or equal to it and the branch comes after it in product order.
+    Each model's options are visited least ``value`` first (good answers early, more cut).
+    With ``counts``, a branch whose GPUs of a kind (plus the fewest the models left need)
+    exceed the count is cut too: it cannot pack."""
+    n = len(per_model)
+    kinds = sorted({k for opts in per_model for o in opts for k in o.gpus_by_kind})
+    values = [[value(o) for o in opts] for opts in per_model]
+    order = [sorted(range(len(opts)), key=lambda i, v=v: v[i]) for opts, v in
+             zip(per_model, values, strict=True)]
+    gpus = [[[o.gpus_by_kind.get(k, 0) for k in kinds] for o in opts] for opts in per_model]
+    rest_value, rest_gpus = [(0, 0)], [[0] * len(kinds)]
+    for d in range(n - 1, -1, -1):
+        low = (min(v[0] for v in values[d]), min(v[1] for v in values[d]))
+        rest_value.append((rest_value[-1][0] + low[0], rest_value[-1][1] + low[1]))
+        rest_gpus.append([r + min(g[j] for g in gpus[d]) for j, r in enumerate(rest_gpus[-1])])
+    rest_value, rest_gpus = rest_value[::-1], rest_gpus[::-1]
+    limit = [counts.get(k, 0) for k in kinds] if counts is not None else None
+    best: list = [None, None, None]         # combo, key, its indices
+    partial: list[Option] = []
+    at: list[int] = []
+
+    def visit(depth: int, summed: tuple, used: list[int]) -> None:
+        if best[1] is not None:
+            lower = (summed[0] + rest_value[depth][0], summed[1] + rest_value[depth][1])
+            after = tuple(at) > best[2][:depth]
+            if lower > best[1] or (lower == best[1] and after):
+                return
+        if depth == n:
+            key = leaf_key(tuple(partial), summed)
+            if key is not None and (best[1] is None or key < best[1]
+                                    or (key == best[1] and tuple(at) < best[2])):
+                best[:] = [tuple(partial), key, tuple(at)]
+            return
+        for i in order[depth]:
+            g = gpus[depth][i]
+            now = [u + x for u, x in zip(used, g, strict=True)]
+            if limit is not None and any(u + r > c for u, r, c in
+                                         zip(now, rest_gpus[depth + 1], limit, strict=True)):
+                continue
+            v = values[depth][i]
+            partial.append(per_model[depth][i])
+            at.append(i)
+            visit(depth + 1, (summed[0] + v[0], summed[1] + v[1]), now)
+            partial.pop()
+            at.pop()
+
+    if n:
+        visit(0, (0, 0), [0] * len(kinds))
+    return best[0]
+
+
+def _exact(x: float) -> Fraction:
+    return Fraction(x)
+
+
 def _cheapest(per_model: list[list[Option]], counts: dict[str, int] | None):
-    """The cheapest combination (one option a model) that fits ``counts`` (None: any)."""
-    best, best_key = None, None
-    for combo in product(*per_model):
-        key = (sum(o.dollars_per_hour for o in combo), sum(o.gpus for o in combo))
-        if best_key is not None and key >= best_key:
-            continue
-        if counts is None or _fits(combo, counts):
-            best, best_key = combo, key
-    return best
+    """The cheapest combination (one option a model) that fits ``counts`` (None: any); ties
+    go to fewer GPUs, then to the first in order. Branch and bound on (cost, GPUs), costs
+    summed exactly."""
+    if any(not opts for opts in per_model):
+        return None
+
+    def leaf(combo, summed):
+        return summed if counts is None or _fits(combo, counts) else None
+
+    return _branch_and_bound(per_model, lambda o: (_exact(o.dollars_per_hour), o.gpus), leaf,
+                             counts)
+
+
+def _need(combo: tuple[Option, ...]) -> dict[str, int]:
+    """The fewest GPUs of each kind that hold ``combo``'s replicas packed on nodes."""
+    need: dict[str, int] = {}
+    for o in combo:
+        for k, n in o.gpus_by_kind.items():
+            need[k] = need.get(k, 0) + n
+    for k in need:          # round up until the replicas pack on nodes
+        sizes = [s for o in combo for s in o.replica_sizes().get(k, [])]
+        while not packs(sizes, need[k]):
+            need[k] += 1
+    return need
 
 
 def _smallest_budget(per_model: list[list[Option]], pool: Pool) -> dict[str, int] | None:
-    """The fewest GPUs of each kind that would hold the cheapest combination by GPU count."""
-    best = None
-    for combo in product(*per_model):
-        need: dict[str, int] = {}
-        for o in combo:
-            for k, n in o.gpus_by_kind.items():
-                need[k] = need.get(k, 0) + n
-        for k in need:          # round up until the replicas pack on nodes
-            sizes = [s for o in combo for s in o.replica_sizes().get(k, [])]
-            while not packs(sizes, need[k]):
-                need[k] += 1
-        key = (sum(need.values()), sum(o.dollars_per_hour for o in combo))
-        if best is None or key < best[0]:
-            best = (key, need)
-    if best is None:
+    """The fewest GPUs of each kind that would hold the cheapest combination by GPU count
+    (branch and bound on (GPUs needed, cost): the GPUs a combination needs are at least the
+    sum of its options')."""
+    if not per_model or any(not opts for opts in per_model):
         return None
-    return {k: best[1].get(k, 0) for k, _ in pool.kinds if best[1].get(k)}
+    combo = _branch_and_bound(per_model, lambda o: (o.gpus, _exact(o.dollars_per_hour)),
+                              lambda combo, summed: (sum(_need(combo).values()), summed[1]))
+    need = _need(combo)
+    return {k: need.get(k, 0) for k, _ in pool.kinds if need.get(k)}
 
 
 def plan(spec: PoolFile, on_progress: Callable[[str], None] | None = None) -> Plan:
