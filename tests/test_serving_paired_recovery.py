@@ -98,8 +98,6 @@ def test_paired_windows_are_aligned_on_the_fault_and_difference_the_two_runs():
         ok = (p95[k] <= bp95[k] * 1.25) and good[k] >= 0.75 * bgood[k]
         assert w["within_margin"] == ok
     assert not windows[0]["within_margin"]          # the crash hurts at once
-    # goodput lost per window adds up to what the baseline ended within SLO and the run didn't
-    # (close: a request can end in another window with the fault)
     [f] = fault_figures(run, base)
     assert f.recovery_s == paired_recovery(run, base, 120.0)
     assert f.peak_goodput_deficit_rps == max(w["goodput_lost_rps"] for w in windows)
