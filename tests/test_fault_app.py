@@ -16,6 +16,7 @@ from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design
 from schedatrix.serving.cluster.faults import Fault, Resilience
 from schedatrix.serving.figures.record import UNFINISHED
+from schedatrix.serving.figures.recovery import recovery_time
 from schedatrix.serving.load.workload import generate
 
 
@@ -53,6 +54,12 @@ def test_the_run_is_the_library_fault_study(app):
     assert f"requests retried {f.retried:,}" in text and "lost 0" in text
     rec = "never (within the run)" if f.recovery_s is None else f"{f.recovery_s:g} s"
     assert f"recovery time {rec}" in text
+    # against the run without the fault, with that run's own phantom recovery beside it
+    assert f.paired and f.noise_floor_s == recovery_time(expected.baseline, 70.0)[0]
+    floor = "never (within the run)" if f.noise_floor_s is None else f"{f.noise_floor_s:g} s"
+    assert f"own level before) {floor}" in text
+    assert ("verdict damage measured" if f.measurable else "verdict no measurable damage") \
+        in text
     app.knobs["down_s"].value = 30           # a knob after the run clears its result
     assert app.study is None and app.text("result") == "" and app.progress.value == 0
 

@@ -143,7 +143,8 @@ def test_the_decision_record_shows_every_runs_recovery_and_marks_those_over_the_
     results = accepted()
     record = decision_record(results, "test", "load", Criteria(),
                              FaultCriteria(max_recovery_s=20), True)
-    assert "recovery, each run (worker:0@60+20; drain:1@90+10)" in record
+    assert "recovery vs baseline (noise floor), each run (worker:0@60+20; drain:1@90+10)" \
+        in record
     for a in results:
         row = next(line for line in record.splitlines() if line.startswith(f"| {a.design.name} |"))
         cell = row.split(" | ")[-2]
@@ -153,9 +154,13 @@ def test_the_decision_record_shows_every_runs_recovery_and_marks_those_over_the_
             shown = text.split(", ")
             assert len(shown) == 3
             for k, value in enumerate(shown):
-                r = a.fault_figures[k][j].recovery_s
-                plain = "never" if r is None else f"{r:.3g} s"
-                over = r is None or r > 20
+                f = a.fault_figures[k][j]
+                r, floor = f.recovery_s, f.noise_floor_s
+                plain = ("never" if r is None else f"{r:.3g} s") + \
+                    f" (floor {'never' if floor is None else f'{floor:.3g} s'})"
+                if not f.measurable:
+                    plain = "no damage: " + plain
+                over = r is None or (f.measurable and r > 20)
                 assert value == (f"**{plain}**" if over else plain), (a.design.name, j, k)
         refused = [why for why in a.reasons() if "recovered" in why]
         assert len(refused) == len(re.findall(r"\*\*", cell)) // 2
@@ -168,10 +173,20 @@ def test_recovery_png_writes_plain_seconds_and_marks_each_recovery():
     for t in fig.axes[0].get_yticklabels(which="both"):
         assert "times" not in t.get_text() and "^" not in t.get_text()
     title = fig.axes[0].get_title(loc="left")
-    for f, r in zip(a.faults, (x.recovery_s for x in a.fault_figures[0]), strict=True):
-        assert f"{f.text()} in {'never' if r is None else f'{r:.3g} s'}" in title
+    for f, x in zip(a.faults, a.fault_figures[0], strict=True):
+        r, floor = x.recovery_s, x.noise_floor_s
+        said = f"floor {'never' if floor is None else f'{floor:.3g} s'}"
+        if x.measurable:
+            assert f"{f.text()} in {'never' if r is None else f'{r:.3g} s'} ({said})" in title
+        else:
+            assert f"{f.text()} no measurable damage ({said})" in title
     dashed = [line for line in fig.axes[0].lines if line.get_linestyle() == "--"]
     assert len(dashed) == sum(x.recovery_s is not None for x in a.fault_figures[0])
+    dotted = [line for line in fig.axes[0].lines if line.get_linestyle() == ":"]
+    assert len(dotted) == sum(bool(x.noise_floor_s) for x in a.fault_figures[0])
+    # the paired baseline is drawn beside the faulted run, on the same windows
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert "without the faults (the paired baseline)" in labels and "with them" in labels
 
 
 @pytest.mark.parametrize("n", [1, 9, 13])

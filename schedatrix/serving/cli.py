@@ -525,10 +525,14 @@ def _run_with_faults(scenario, design, args) -> int:
                   f"not with them)")
         for f in figs:
             rec = "never" if f.recovery_s is None else f"{f.recovery_s:g} s"
+            floor = "never" if f.noise_floor_s is None else f"{f.noise_floor_s:g} s"
             during = "inf" if f.ttft_p95_during == float("inf") else _ms_or_dash(
                 f.ttft_p95_during)
             print(f"  {f.fault}: p95 TTFT of arrivals during it {during} (before "
-                  f"{_ms_or_dash(f.pre_ttft_p95)}), recovery time {rec}")
+                  f"{_ms_or_dash(f.pre_ttft_p95)}), recovery time {rec} against the run "
+                  f"without the faults, noise floor {floor}, goodput lost {f.goodput_lost}: "
+                  + ("no measurable damage" if not f.measurable else
+                     "never recovered" if f.recovery_s is None else "damage measured"))
     print()
     print(f"without faults: {a.outcome.verdict()}")
     if a.outcome.rejections():

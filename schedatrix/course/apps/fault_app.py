@@ -7,8 +7,8 @@ one row per replica, the fault's downtime, the router's health-check delay, the 
 The run itself is heavy (the load twice: without the fault and with it; the run without it
 once per load and design), so it waits for the Run button and moves a progress bar; then the
 windowed p95 TTFT and goodput of both runs are drawn with the fault marked, and the fault's
-figures (retried, failed, lost, goodput lost, p95 TTFT during the fault, recovery time) are
-shown.
+figures (retried, failed, lost, goodput lost, p95 TTFT during the fault, recovery time against
+the run without the fault, its noise floor and the verdict) are shown.
 
 :func:`fault_study` is the pure part (the two runs and their figures); tests set a knob's
 ``.value``, call :meth:`FaultApp.run` and read :meth:`FaultApp.text`, no browser needed.
@@ -354,14 +354,21 @@ def _s(v) -> str:
 def figures_table(study: FaultStudy) -> str:
     """The fault's figures as an HTML table."""
     f = study.figures
-    rec = "never (within the run)" if f.recovery_s is None else f"{f.recovery_s:g} s"
+
+    def secs(v) -> str:
+        return "never (within the run)" if v is None else f"{v:g} s"
+
     rows = [("requests retried", f"{f.retried:,}"),
             ("failed (retry budget spent)", f"{f.failed:,}"),
             ("lost", f"{f.lost:,}"),
             ("goodput lost (in SLO without the fault, not with it)", f"{f.goodput_lost:,}"),
             ("p95 TTFT, arrivals during the fault", _s(f.ttft_p95_during)),
             ("p95 TTFT, the 120 s before it", _s(f.pre_ttft_p95)),
-            ("recovery time", rec),
+            ("recovery time", secs(f.recovery_s)),
+            ("noise floor (the run without the fault, read against its own level before)",
+             secs(f.noise_floor_s)),
+            ("recovery against the level before the fault", secs(f.pre_level_recovery_s)),
+            ("verdict", "no measurable damage" if not f.measurable else "damage measured"),
             ("within SLO, whole run", f"{study.overall.slo_attainment:.1%}")]
     body = "".join(f"<tr><td>{html.escape(a)}</td><td><b>{html.escape(b)}</b></td></tr>"
                    for a, b in rows)
@@ -396,12 +403,18 @@ def recovery_figure(study: FaultStudy):
     for a in ax:
         a.axvspan(f.at_s, f.at_s + (f.down_s or 0), color="#c8443b", alpha=0.15)
         a.axvline(f.at_s, color="#c8443b", lw=1)
-    rec = study.figures.recovery_s
+    rec, floor = study.figures.recovery_s, study.figures.noise_floor_s
     if rec is not None:
         for a in ax:
             a.axvline(f.at_s + rec, color="#2f8f5b", lw=1, ls="--")
-    title = f"{f.text()}: fault shaded" + (f", recovered (green) {rec:g} s after it"
-                                           if rec is not None else ", no recovery in the run")
+    if floor:
+        for a in ax:
+            a.axvline(f.at_s + floor, color="#9a9a9a", lw=1, ls=":")
+    title = f"{f.text()}: fault shaded" + (
+        ", no measurable damage" if not study.figures.measurable else
+        f", recovered (green) {rec:g} s after it" if rec is not None
+        else ", no recovery in the run") + (
+        f"; noise floor (grey, dotted) {floor:g} s" if floor is not None else "")
     ax[0].set_title(title, fontsize=10, loc="left")
     ax[0].legend(fontsize=8, frameon=False, loc="upper right")
     fig.tight_layout()

@@ -44,7 +44,7 @@ runs = 3                    # repeated runs (seeds seed, seed + 1, ...)
 seed = 0
 attainment = 0.95           # share of each class's requests within its SLOs, in every run
 fault_attainment = 0.90     # ... with the faults (schedatrix serving accept)
-max_recovery_s = 60         # every fault's recovery time at most this
+max_recovery_s = 60         # every fault's recovery time (against the run without it) at most this
 recovery_required = true    # without max_recovery_s: never recovering fails (default true)
 
 [faults]                    # run, accept: worker | node | link | drain (see faults.py)
