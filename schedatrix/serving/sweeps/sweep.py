@@ -78,7 +78,7 @@ def run_task(task: Task) -> dict:
     row: dict = {"design": task.design, "load": task.load, "seed": task.seed}
     row.update({f"load.{k}": v for k, v in task.load_values})
     _flatten(figures.pop("design"), "design.", row, skip={"name"})
-    _flatten(figures, "", row, skip=_SKIP | {"passed", "status", "runs_met"})
+    _flatten(figures, "", row, skip=_SKIP)
     # one seed decides nothing: the row says whether this run met the SLOs, and the point
     # (over the seeds) decides the share of runs that meet them
     row["met"] = bool(outcome.meets()[0]) if outcome.has_slo else None
