@@ -260,7 +260,7 @@ def test_pareto_front_keeps_what_nothing_beats_on_both_latency_and_cost():
     assert pareto_front([]) == []
 
 
-def test_points_are_means_over_seeds_and_pass_only_when_every_seed_does(tiny_sweep):
+def test_points_are_means_over_seeds_and_decide_the_share_of_seeds_that_meet(tiny_sweep):
     rows = tiny_sweep.rows
     for p in tiny_sweep.points:
         mine = [r for r in rows if r["load"] == p.load and r["design"] == p.design]
@@ -268,7 +268,10 @@ def test_points_are_means_over_seeds_and_pass_only_when_every_seed_does(tiny_swe
         assert p.ttft_p95_s == pytest.approx(sum(r["ttft_p95"] for r in mine) / 2, rel=1e-12)
         assert p.cost_per_mtok == pytest.approx(sum(r["cost_per_mtok"] for r in mine) / 2,
                                                 rel=1e-12)
-        assert p.passed == all(r["passed"] for r in mine)
+        assert p.met == sum(r["met"] for r in mine)
+        # two seeds decide nothing unless both miss (at most 78% of runs meet, 95%)
+        assert p.status == ("fail" if p.met == 0 else "undecided") and \
+            p.passed == (False if p.met == 0 else None)
     heavy = {p.design: p for p in tiny_sweep.points if p.load == "rate=12"}
     # one replica at 12 requests/s is both cheaper and slower than two: both on the front
     assert heavy["1 x TP1"].cost_per_mtok < heavy["2 x TP1"].cost_per_mtok
@@ -291,7 +294,7 @@ def test_csv_reads_back_to_the_rows(tiny_sweep):
                 assert float(got[c]) == v, c
     for key in ("design", "load", "seed", "design.gpu", "ttft_p95", "itl_p95", "goodput_rps",
                 "cost_per_mtok", "per_class.chat.ttft_p95", "per_class.batch.slo_attainment",
-                "passed", "verdict"):
+                "met", "verdict"):
         assert key in tiny_sweep.columns
 
 
@@ -304,7 +307,7 @@ def test_parquet_holds_the_same_rows_with_typed_columns(tmp_path, tiny_sweep):
     assert t.column_names == tiny_sweep.columns
     assert str(t.schema.field("seed").type) == "int64"
     assert str(t.schema.field("ttft_p95").type) == "double"
-    assert str(t.schema.field("passed").type) == "bool"
+    assert str(t.schema.field("met").type) == "bool"
     assert t.to_pylist() == [{c: r.get(c) for c in tiny_sweep.columns}
                              for r in tiny_sweep.rows]
 

@@ -36,6 +36,13 @@ def _positive(kind, flag):
     return parse
 
 
+def _runs_arg(text):
+    """--runs: a whole number above 0, or auto."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    return _positive(int, "--runs")(text)
+
+
 def _at_least_zero(flag):
     def parse(text):
         try:
@@ -120,8 +127,11 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="TTFT threshold of every class")
     g.add_argument("--slo-tpot", type=_positive(float, "--slo-tpot"), metavar="SECONDS",
                    help="TPOT threshold of every class")
-    g.add_argument("--runs", type=_positive(int, "--runs"),
-                   help="repeated runs on seeds seed, seed+1, ... (default 1)")
+    g.add_argument("--runs", type=_runs_arg, metavar="N|auto",
+                   help="repeated runs on seeds seed, seed+1, ... (default 1); auto: double "
+                        "them until the decision is made, at most --max-runs")
+    g.add_argument("--max-runs", type=_positive(int, "--max-runs"), metavar="N",
+                   help="the cap on runs with --runs auto (default 60)")
     g.add_argument("--seed", type=int, help="first seed (default 0)")
     g.add_argument("--reference", action="store_true",
                    help="use the plain reference simulator (every iteration; slow)")
@@ -323,6 +333,8 @@ def _scenario(args, one_design: bool):
                                                          dict) else data["acceptance"]
     if args.runs is not None:
         acc["runs"] = args.runs
+    if args.max_runs is not None:
+        acc["max_runs"] = args.max_runs
     if args.seed is not None:
         acc["seed"] = args.seed
     data["acceptance"] = acc
@@ -488,20 +500,21 @@ def _cmd_run(args) -> int:
     design = scenario.designs[0]
     if scenario.faults:
         return _run_with_faults(scenario, design, args)
-    with _progress(scenario.runs, args) as bar:
+    with _progress(scenario.planned_runs, args) as bar:
         o = evaluate(design, scenario.make_requests(), scenario.runs, scenario.seed,
-                     scenario.criteria, scenario.implementation, on_run=lambda: bar.update())
+                     scenario.criteria, scenario.implementation, on_run=lambda: bar.update(),
+                     max_runs=scenario.max_runs)
     return _finish({design.model: Comparison([o], model=design.model)}, scenario, args)
 
 
 def _run_with_faults(scenario, design, args) -> int:
     from .reports.decision_record import accept_json
     from .studies.accept import accept
-    runs = 1 if scenario.load.trace is not None else scenario.runs
-    with _progress(2 * runs, args) as bar:
+    with _progress(2 * scenario.planned_runs, args) as bar:
         [a] = accept([design], scenario.make_requests(), scenario.faults, scenario.runs,
                      scenario.seed, scenario.criteria, scenario.fault_criteria,
-                     scenario.resilience, scenario.implementation, on_run=lambda: bar.update())
+                     scenario.resilience, scenario.implementation, on_run=lambda: bar.update(),
+                     max_runs=scenario.max_runs)
     if args.out:
         from .reports.decision_record import write_accept_report
         write_accept_report([a], args.out, scenario.source or "(flags)",
@@ -537,9 +550,7 @@ def _run_with_faults(scenario, design, args) -> int:
     print(f"without faults: {a.outcome.verdict()}")
     if a.outcome.rejections():
         print(f"without faults: {a.outcome.rejections()}")
-    why = a.reasons()
-    print("acceptance: " + {True: "accepted", False: "not accepted",
-                            None: "no verdict"}[a.accepted] + (f" ({why[0]})" if why else ""))
+    print("acceptance: " + _acceptance(a))
     if args.out:
         print(f"report: {args.out}")
     return 0
@@ -550,18 +561,30 @@ def _ms_or_dash(seconds: float) -> str:
     return "-" if seconds != seconds else f"{seconds * 1000:,.0f} ms"
 
 
+def _acceptance(a) -> str:
+    """'accepted', 'not accepted (why)', 'undecided (what)' or 'no verdict', and how many
+    runs were made when --runs auto chose."""
+    n = len(a.outcome.runs)
+    runs = f" [{a.outcome.stopped.lower().replace('runs auto: ', 'runs auto, ')}]" \
+        if a.outcome.stopped else ""
+    if a.status == "undecided":
+        return f"undecided after {n} run{'s' if n != 1 else ''} ({a.undecided()[0]})" + runs
+    why = a.reasons()
+    return {"pass": "accepted", "fail": "not accepted", None: "no verdict"}[a.status] + (
+        f" ({why[0]})" if why else "") + runs
+
+
 def _cmd_accept(args) -> int:
     from .reports.decision_record import accept_json, write_accept_report
     from .studies.accept import accept, chosen
     scenario = _scenario(args, one_design=False)
     designs = list(scenario.designs)
-    runs = 1 if scenario.load.trace is not None else scenario.runs
-    per = runs * (2 if scenario.faults else 1)
+    per = scenario.planned_runs * (2 if scenario.faults else 1)
     with _progress(per * len(designs), args) as bar:
         results = accept(designs, scenario.make_requests(), scenario.faults, scenario.runs,
                          scenario.seed, scenario.criteria, scenario.fault_criteria,
                          scenario.resilience, scenario.implementation,
-                         on_run=lambda: bar.update())
+                         on_run=lambda: bar.update(), max_runs=scenario.max_runs)
     out = args.out or "accept-report"
     synthetic = results[0].outcome.synthetic if results else True
     paths = write_accept_report(results, out, scenario.source or "(flags)",
@@ -572,11 +595,14 @@ def _cmd_accept(args) -> int:
         return 0
     pick = chosen(results)
     for a in results:
-        verdict = {True: "accepted", False: "not accepted", None: "no verdict"}[a.accepted]
-        why = a.reasons()
-        print(f"  {a.design.name}: {verdict}" + (f" ({why[0]})" if why else ""))
+        print(f"  {a.design.name}: {_acceptance(a)}")
     print()
-    print(f"chosen: {pick.design.name}" if pick else "no design is accepted")
+    if pick:
+        print(f"chosen: {pick.design.name}")
+    elif any(a.status == "undecided" for a in results):
+        print("no design is accepted yet: undecided; more runs decide it (--runs auto)")
+    else:
+        print("no design is accepted")
     print(f"decision record: {paths[0]}\nrunbook: {paths[1]}")
     return 0
 
@@ -594,17 +620,19 @@ def _cmd_compare(args) -> int:
     designs = list(scenario.designs)
     # the designs' own model is the main comparison: the sweep runs only the other models
     others = [m for m in models if m != designs[0].model]
-    runs = 1 if scenario.load.trace is not None else scenario.runs   # a replay runs once
+    runs = scenario.planned_runs        # a replay runs once; auto: at most max_runs
     total = runs * _runs_planned(designs, others, scenario.baseline)
     with _progress(total, args) as bar:
         tick = bar.update
         main = compare(designs, make, scenario.runs, scenario.seed, scenario.criteria,
-                       scenario.implementation, scenario.baseline, on_run=lambda: tick())
+                       scenario.implementation, scenario.baseline, on_run=lambda: tick(),
+                       max_runs=scenario.max_runs)
         comparisons = {designs[0].model: main}
         if others:
             comparisons.update(compare_models(designs, others, make, scenario.runs,
                                               scenario.seed, scenario.criteria,
-                                              scenario.implementation, on_run=lambda: tick()))
+                                              scenario.implementation, on_run=lambda: tick(),
+                                              max_runs=scenario.max_runs))
     load = scenario.load
     searchable = (load.trace is None and load.closed_loop is None and not load.tenants
                   and any(c.ttft_s is not None or c.tpot_s is not None for c in load.classes))

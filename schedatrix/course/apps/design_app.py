@@ -68,8 +68,10 @@ _STYLE = """<style>
 
 
 def _verdict_cell(o: Outcome) -> str:
-    if o.passed is None:
+    if o.status is None:
         return "no verdict"
+    if o.status == "undecided":     # few seeds: what they point to, not a verdict
+        return f"undecided ({o.label()})"
     if o.passed:
         return "<span class='sx-d-pass'>PASS" + ("+" if o.room_to_spare else "") + "</span>"
     return "<span class='sx-d-fail'>FAIL</span>"

@@ -62,7 +62,9 @@ class ReviewApp:
             "designs": widgets.SelectMultiple(options=names, value=tuple(names),
                                               rows=min(6, len(names)), description="Designs",
                                               style=style),
-            "seeds": widgets.IntSlider(value=self.scenario.runs, min=1, max=6,
+            # a fixed count of seeds, each a click (runs = "auto" starts from 3 seeds here)
+            "seeds": widgets.IntSlider(value=self.scenario.runs if isinstance(
+                self.scenario.runs, int) else 3, min=1, max=6,
                                        description="Seeds", style=style,
                                        continuous_update=False),
             "max_recovery": widgets.Dropdown(options=recovery_choices(limit),
@@ -141,15 +143,22 @@ class ReviewApp:
 def decision_html(results: list[Accepted], runs: int) -> str:
     """The chosen design and every design's row, as HTML."""
     pick = chosen(results)
-    head = (f"<p><b>Chosen: {html.escape(pick.design.name)}</b>, the cheapest design meeting "
-            f"every criterion in all {runs} run{'s' * (runs != 1)}.</p>" if pick else
-            "<p class='sx-r-no'><b>No design is accepted.</b></p>")
+    undecided = any(a.status == "undecided" for a in results)
+    head = (f"<p><b>Chosen: {html.escape(pick.design.name)}</b>, the cheapest design shown "
+            f"to meet every criterion in enough of its {runs} run{'s' * (runs != 1)}.</p>"
+            if pick else
+            f"<p class='sx-r-no'><b>No design is accepted</b>: {runs} "
+            f"run{'s' * (runs != 1)} leave some undecided; more seeds decide them.</p>"
+            if undecided else "<p class='sx-r-no'><b>No design is accepted.</b></p>")
     rows = []
     for a in results:
         m, lo, hi = interval(a.outcome.values("ttft_p95"))
         rec = "; ".join(", ".join("never" if r is None else f"{r:g} s" for r in a.recovery(k))
                         for k in range(len(a.fault_figures))) or "-"
         verdict = ("<span class='sx-r-yes'>accepted</span>" if a.accepted else
+                   f"<span class='sx-r-no'>undecided</span>: "
+                   f"{html.escape('; '.join(a.undecided()[:2]))}"
+                   if a.status == "undecided" else
                    "<span class='sx-r-no'>no verdict</span>" if a.accepted is None else
                    f"<span class='sx-r-no'>not accepted</span>: "
                    f"{html.escape('; '.join(a.reasons()[:2]))}")

@@ -82,6 +82,23 @@ def _rule(fc: FaultCriteria) -> str:
             f"request its SLO did no measurable damage and meets it")
 
 
+def _how_runs_decide(criteria: Criteria) -> str:
+    return (f"A run meets the criteria above or not; what is decided is the share of runs (each "
+            f"an independent seed) that meet them, without and with the faults: a design is "
+            f"accepted when the one-sided {criteria.confidence:.0%} lower Clopper-Pearson bound "
+            f"of each share is above {criteria.run_share:.0%}, refused when an upper bound is "
+            f"below it, and undecided otherwise (more runs decide it).")
+
+
+def _status_cell(a: Accepted) -> str:
+    return {"pass": "yes", "fail": "no", None: "no verdict"}.get(
+        a.status, "undecided (leans " + ("yes)" if _leans(a) else "no)"))
+
+
+def _leans(a: Accepted) -> bool:
+    return all(d.indicative for d in (a.outcome.decision, a.fault_decision) if d is not None)
+
+
 def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
                     criteria: Criteria, fc: FaultCriteria, synthetic: bool,
                     plots: dict[str, str] | None = None) -> str:
@@ -100,7 +117,7 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
                      f"{_fmt(c.ttft_s)}, TPOT SLO {_fmt(c.tpot_s)}")
     lines += [f"- Faults injected: {', '.join(f.text() for f in faults) or 'none'}", ""]
     lines += ["## Acceptance criteria", "",
-              f"1. Without faults, in every run, every class with SLOs has at least "
+              f"1. Without faults, every class with SLOs has at least "
               f"{criteria.attainment:.0%} of its requests within its TTFT and TPOT thresholds.",
               "2. With the faults, no request is lost: each one completes, is rejected with a "
               "reason, or fails after its retries."]
@@ -117,6 +134,7 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
         lines.append("- Overlapping faults share the goodput lost: each request that lost its "
                      "SLO is charged to the last fault struck before it ended in the baseline; "
                      "each fault's recovery is measured from its own strike.")
+    lines += ["", _how_runs_decide(criteria)]
     recovery_head = "recovery vs baseline (noise floor), each run" + (
         f" ({'; '.join(f.text() for f in faults)})" if len(faults) > 1 else "")
     lines += ["", "## Options and evidence", "",
@@ -129,7 +147,7 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
         rec_text = _recovery_cell(a, fc)
         under = interval([f.slo_attainment for f in a.with_faults])[0] if a.with_faults \
             else math.nan
-        verdict = {True: "yes", False: "no", None: "no verdict"}[a.accepted]
+        verdict = _status_cell(a)
         lines.append(
             f"| {a.design.name} | {a.design.gpus} | {interval(o.cost_per_mtok())[0]:.3f} | "
             f"{m * 1000:.0f} ms ({lo * 1000:.0f} to {hi * 1000:.0f}) | "
@@ -138,9 +156,19 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
             f"{'-' if under != under else f'{under:.1%}'} | {rec_text} | {verdict} |")
     lines += ["", "## Decision", ""]
     if pick is None:
-        if results and results[0].accepted is None:
+        if results and results[0].status is None:
             lines.append("No decision: no class sets SLOs and no fault was injected, so nothing "
                          "can be accepted or refused (agree SLOs first).")
+        elif any(a.status == "undecided" for a in results):
+            lines.append("No design is accepted yet: the runs so far do not decide. Still "
+                         "undecided:")
+            for a in results:
+                if a.status == "undecided":
+                    lines.append(f"- {a.design.name}: " + "; ".join(a.undecided()))
+            for a in results:
+                if a.status == "fail":
+                    lines.append(f"- {a.design.name} is refused: " + "; ".join(a.reasons()[:3]))
+            lines.append("More runs decide it (`runs = \"auto\"` adds them until decided).")
         else:
             lines.append("No design is accepted. What stood in the way:")
             for a in results:
@@ -149,11 +177,17 @@ def decision_record(results: list[Accepted], scenario_text: str, load_text: str,
         cost = interval(pick.outcome.cost_per_mtok())[0]
         lines.append(f"**{pick.design.name}** ({pick.design.gpus} GPUs, ${cost:.3f} per million "
                      f"output tokens at ${pick.design.price:.2f} per GPU-hour).")
-        lines += ["", "Why: it is the cheapest design that meets every criterion in every run."]
+        lines += ["", f"Why: it is the cheapest design shown to meet every criterion in at "
+                      f"least {criteria.run_share:.0%} of runs ({criteria.confidence:.0%} "
+                      f"confidence)."]
         cheaper = [a for a in results if interval(a.outcome.cost_per_mtok())[0] < cost]
         for a in cheaper:
-            lines.append(f"- {a.design.name} is cheaper but not accepted: "
-                         + "; ".join(a.reasons()[:3]))
+            if a.status == "undecided":
+                lines.append(f"- {a.design.name} is cheaper but still undecided: "
+                             + "; ".join(a.undecided()))
+            else:
+                lines.append(f"- {a.design.name} is cheaper but not accepted: "
+                             + "; ".join(a.reasons()[:3]))
         if pick.outcome.design.single_machine() and pick.outcome.room_to_spare:
             lines.append("- One replica on one machine meets the SLOs with room to spare: no "
                          "distributed design is needed.")
@@ -274,7 +308,9 @@ def accept_json(results: list[Accepted]) -> dict:
                                                 "struck before the request ended in the "
                                                 "baseline"},
         "designs": [{**design_json(a.outcome), "passed_without_faults": a.outcome.passed,
-                     "passed": a.accepted, "accepted": a.accepted, "reasons": a.reasons(),
+                     "passed": a.accepted, "accepted": a.accepted, "status": a.status,
+                     "status_without_faults": a.outcome.status,
+                     "undecided": a.undecided(), "reasons": a.reasons(),
                      "with_faults": [f.as_dict() for f in a.with_faults],
                      "faults": [[x.as_dict() for x in run] for run in a.fault_figures]}
                     for a in results],

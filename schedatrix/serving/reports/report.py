@@ -39,12 +39,17 @@ def comparison_json(comparisons: dict[str, Comparison], scenario: Scenario) -> d
         "load": scenario.load.describe(),
         "synthetic": first.synthetic if first else True,
         "runs": scenario.runs if not (first and first.deterministic) else 1,
+        "max_runs": scenario.max_runs,
         "seed": scenario.seed,
         "criteria": {"attainment": scenario.criteria.attainment,
-                     "spare": scenario.criteria.spare, "kv_spare": scenario.criteria.kv_spare},
+                     "spare": scenario.criteria.spare, "kv_spare": scenario.criteria.kv_spare,
+                     "run_share": scenario.criteria.run_share,
+                     "confidence": scenario.criteria.confidence},
         "designs": [{**design_json(o), **_goodput_json(main, o)} for o in main.outcomes],
         "skipped": [{"name": n, "reason": r} for n, r in main.skipped],
         "cheapest": main.cheapest.design.name if main.cheapest else None,
+        "cheapest_indicative": main.cheapest_indicative.design.name
+        if main.cheapest_indicative else None,
         "no_distributed_design_needed": main.no_distributed_needed,
         "summary": main.summary(),
     }
@@ -68,8 +73,7 @@ def _ms(v) -> str:
 
 
 def _verdict(o) -> str:
-    verdict = {True: "PASS", False: "FAIL", None: "-"}[o.passed]
-    return "PASS+" if o.passed and o.room_to_spare else verdict
+    return o.label()
 
 
 #: The columns :func:`table` can show: heading -> the cell of an outcome. Latency first, then
@@ -126,7 +130,24 @@ def table(c: Comparison, columns: tuple[str, ...] = ALL_COLUMNS) -> str:
                        for i, (cell, w) in enumerate(zip(r, widths, strict=True)))
              for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if "verdict" in columns and any(o.status == "undecided" for o in c.outcomes):
+        lines.append(VERDICT_KEY)
     return "\n".join(lines)
+
+
+#: Under a table with an undecided design: what its marks mean.
+VERDICT_KEY = ("(pass? / fail?: undecided, what the runs so far point to; PASS / FAIL: decided "
+               "on the share of runs that meet the SLOs; + room to spare)")
+
+
+def _runs_line(c: Comparison, scenario: Scenario) -> str:
+    counts = sorted({len(o.runs) for o in c.outcomes})
+    text = "-" if not counts else str(counts[0]) if len(counts) == 1 else \
+        f"{counts[0]} to {counts[-1]}"
+    if scenario.runs == "auto":
+        text += (f" (runs auto: doubled until each design is decided, at most "
+                 f"{scenario.max_runs})")
+    return text
 
 
 def markdown(comparisons: dict[str, Comparison], scenario: Scenario,
@@ -140,12 +161,14 @@ def markdown(comparisons: dict[str, Comparison], scenario: Scenario,
                   "the hardware; they are not production SLO performance.", ""]
     lines += [f"- Scenario: `{scenario.source or '(command-line flags)'}`",
               f"- Load: {scenario.load.describe()}",
-              f"- Runs: {len(first.runs) if first else 0} (seeds from {scenario.seed})"
+              f"- Runs: {_runs_line(main, scenario)} (seeds from {scenario.seed})"
               + (" - a replayed trace is the same every run" if first and first.deterministic
                  else ""),
-              f"- Acceptance: every class with SLOs has at least "
+              f"- Acceptance: a run meets the SLOs when every class with SLOs has at least "
               f"{scenario.criteria.attainment:.0%} of its requests within its TTFT and TPOT "
-              f"thresholds, in every run", ""]
+              f"thresholds; a design passes when at least {scenario.criteria.run_share:.0%} "
+              f"of runs meet them at {scenario.criteria.confidence:.0%} confidence (one-sided "
+              f"Clopper-Pearson bound), fails when at most, and is undecided in between", ""]
     classes = first.classes if first else ()
     if classes:
         lines += ["| class | share | priority | TTFT SLO | TPOT SLO |", "|---|---|---|---|---|"]

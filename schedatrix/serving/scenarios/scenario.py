@@ -40,9 +40,12 @@ max_queue = 64              # shed when this many wait (lower classes earlier)
 shed_ttft = true            # shed when the estimated TTFT is beyond the class's SLO
 
 [acceptance]
-runs = 3                    # repeated runs (seeds seed, seed + 1, ...)
+runs = 3                    # repeated runs (seeds seed, seed + 1, ...), or "auto"
+max_runs = 60               # runs = "auto": add runs (doubling) until decided, at most this
 seed = 0
-attainment = 0.95           # share of each class's requests within its SLOs, in every run
+attainment = 0.95           # share of each class's requests within its SLOs, for a run to meet
+run_share = 0.9             # share of runs that must meet: decided at 95% confidence
+confidence = 0.95           # ... of each one-sided bound on that share
 fault_attainment = 0.90     # ... with the faults (schedatrix serving accept)
 max_recovery_s = 60         # every fault's recovery time (against the run without it) at most this
 recovery_required = true    # without max_recovery_s: never recovering fails (default true)
@@ -84,6 +87,7 @@ from ..perf.catalog import MODELS
 from ..sim.simulate import IMPLEMENTATIONS
 from ..studies.accept import FaultCriteria
 from ..studies.acceptance import Criteria
+from ..studies.run_share import MAX_RUNS, check_runs
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "DEMO_LOAD"]
 
@@ -117,7 +121,7 @@ class Scenario:
     requests: int | None
     duration_s: float | None
     designs: tuple[Design, ...]
-    runs: int = 1
+    runs: int | str = 1
     seed: int = 0
     criteria: Criteria = field(default_factory=Criteria)
     models: tuple[str, ...] = ()
@@ -127,6 +131,14 @@ class Scenario:
     faults: tuple = ()
     resilience: Resilience = field(default_factory=Resilience)
     fault_criteria: FaultCriteria = field(default_factory=FaultCriteria)
+    max_runs: int = MAX_RUNS
+
+    @property
+    def planned_runs(self) -> int:
+        """Runs per design: ``runs``, at most ``max_runs`` with "auto", 1 for a replay."""
+        if self.load.trace is not None:
+            return 1
+        return self.max_runs if self.runs == "auto" else self.runs
 
     def make_requests(self) -> Callable[[int], Requests]:
         """seed -> the load's requests (a replayed trace is read once)."""
@@ -171,12 +183,14 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
     acc = table(data, "acceptance", where)
     fault_keys = {"max_recovery_s", "fault_attainment", "recovery_window_s",
                   "recovery_tolerance", "recovery_hold", "recovery_required"}
-    unknown(acc, {"runs", "seed", "attainment", "spare", "kv_spare"} | fault_keys,
+    unknown(acc, {"runs", "max_runs", "seed", "attainment", "spare", "kv_spare", "run_share",
+                  "confidence"} | fault_keys,
              f"{where}[acceptance] ")
     try:
-        criteria = Criteria(**{k: acc[k] for k in ("attainment", "spare", "kv_spare")
-                               if k in acc})
-        runs = check_int("runs", acc.get("runs", 1), 1, 10_000)
+        criteria = Criteria(**{k: acc[k] for k in ("attainment", "spare", "kv_spare",
+                                                   "run_share", "confidence") if k in acc})
+        runs = check_runs(acc.get("runs", 1))
+        max_runs = check_int("max_runs", acc.get("max_runs", MAX_RUNS), 1, 10_000)
         seed = check_int("seed", acc.get("seed", 0), 0, 2**63 - 1)
         fault_criteria = FaultCriteria(
             acc.get("max_recovery_s"), acc.get("fault_attainment"),
@@ -220,7 +234,7 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
         raise InputError(f"{where}[simulator] implementation must be one of "
                          f"{', '.join(IMPLEMENTATIONS)}, got {impl!r}")
     return Scenario(load, requests, duration, designs, runs, seed, criteria, tuple(models),
-                    baseline, impl, source, faults, resilience, fault_criteria)
+                    baseline, impl, source, faults, resilience, fault_criteria, max_runs)
 
 
 def _classes(tables: list[dict], where: str):

@@ -2,7 +2,11 @@
 stated criteria (what it writes, the decision record and the runbook, is
 :mod:`..reports.decision_record`).
 
-A design is **accepted** when, in every run:
+A design is judged over its runs (independent seeds), each run meeting the criteria or not, and
+what is decided is the **share of runs that meet** (:mod:`.run_share`: PASS when its one-sided
+lower Clopper-Pearson bound is above ``Criteria.run_share``, FAIL when the upper bound is below,
+UNDECIDED otherwise). A design is **accepted** when both shares pass, **refused** when either
+fails, and otherwise undecided (more runs decide it: ``runs = "auto"``). A run meets when:
 
 - without faults, every class with SLOs has at least ``attainment`` of its requests within them;
 - with the faults, no request is lost (every request ends: completed, rejected or failed), at
@@ -33,7 +37,17 @@ from ..figures.recovery import FaultFigures, fault_figures, windowed
 from ..load.requests import Requests
 from ..numbers import check_real
 from ..sim.simulate import simulate
-from .acceptance import Criteria, Outcome, evaluate, interval
+from .acceptance import Criteria, Outcome, evaluate, interval, more_runs, stopped_text
+from .run_share import (
+    AUTO_START,
+    MAX_RUNS,
+    Decision,
+    auto_schedule,
+    check_runs,
+    combine,
+    decide_share,
+    exact,
+)
 
 __all__ = ["FaultCriteria", "Accepted", "accept", "chosen"]
 
@@ -91,13 +105,27 @@ class Accepted:
         return self.outcome.design
 
     def reasons(self) -> list[str]:
-        """Why the design is not accepted (empty: accepted)."""
+        """Why the design is refused (empty: accepted or undecided): a share of runs decided
+        below ``run_share``, and then each faulted run's misses."""
         why = []
         o = self.outcome
         if o.passed is False:
             why.append("misses its SLOs without faults: " + o.verdict().split(": ", 1)[1]
                        .split(" Synthetic")[0])
+        fd = self.fault_decision
+        if fd is not None and fd.state == "fail":
+            why.append("with the faults: " + fd.text())
+            why += self.fault_misses()
+        return why
+
+    def fault_misses(self, only: int | None = None) -> list[str]:
+        """Every faulted run's misses of the fault criteria, each 'run k: ...' (``only``: of
+        run index ``only`` alone)."""
+        why = []
+        o = self.outcome
         for k, figs in enumerate(self.fault_figures):
+            if only is not None and k != only:
+                continue
             if figs and figs[0].lost:
                 why.append(f"run {k + 1}: {figs[0].lost} requests lost")
             c = self.criteria
@@ -119,50 +147,106 @@ class Accepted:
         return why
 
     @property
-    def accepted(self) -> bool | None:
-        if not self.outcome.has_slo and not self.faults:
+    def fault_decision(self) -> Decision | None:
+        """The share of faulted runs that meet the fault criteria, decided (None: no faults)."""
+        if not self.faults:
             return None
-        return not self.reasons()
+        return faulted_decision(self)
+
+    @property
+    def status(self) -> str | None:
+        """"pass" (accepted), "fail" (refused) or "undecided"; None: nothing to judge."""
+        return combine([self.outcome.decision, self.fault_decision])
+
+    @property
+    def accepted(self) -> bool | None:
+        """True when accepted, False when refused; None while undecided or with nothing to
+        judge (:attr:`status` tells the two apart)."""
+        return {"pass": True, "fail": False}.get(self.status)
+
+    def undecided(self) -> list[str]:
+        """What is still undecided (empty when decided)."""
+        out = []
+        if self.outcome.status == "undecided":
+            out.append("without faults: " + self.outcome.decision.text())
+        fd = self.fault_decision
+        if fd is not None and fd.state == "undecided":
+            out.append("with the faults: " + fd.text())
+        return out
 
     def recovery(self, k: int) -> list[float | None]:
         return [f.recovery_s for f in self.fault_figures[k]]
 
 
+def faulted_decision(a: Accepted) -> Decision:
+    """The 'every faulted run' rule as a decision: a faulted run meets when it has no misses
+    (:meth:`Accepted.fault_misses`), and the share of faulted runs that meet is decided like
+    the plain runs' share (a replayed trace: exactly)."""
+    n = len(a.fault_figures)
+    met = sum(not a.fault_misses(k) for k in range(n))
+    c = a.outcome.criteria
+    if a.outcome.deterministic:
+        return exact(met == n)
+    return decide_share(met, n, c.run_share, c.confidence)
+
+
 def accept(designs: list[Design], make_requests: Callable[[int], Requests],
-           faults: tuple[Fault, ...] = (), runs: int = 1, seed: int = 0,
+           faults: tuple[Fault, ...] = (), runs: int | str = 1, seed: int = 0,
            criteria: Criteria | None = None, fault_criteria: FaultCriteria | None = None,
            resilience: Resilience | None = None, implementation: str = "fast",
-           on_run: Callable[[], None] | None = None) -> list[Accepted]:
-    """Every design over ``runs`` seeds, without and with ``faults``."""
+           on_run: Callable[[], None] | None = None,
+           max_runs: int = MAX_RUNS) -> list[Accepted]:
+    """Every design over ``runs`` seeds, without and with ``faults``. ``runs = "auto"``: a
+    few runs, doubled (seeds continuing) until the design is accepted or refused or
+    ``max_runs`` is reached (each outcome's ``stopped`` says which)."""
+    runs = check_runs(runs)
     fc = fault_criteria or FaultCriteria()
     out = []
     for d in designs:
         bases: list = []     # the runs without faults: each is its fault run's baseline
-        o = evaluate(d, make_requests, runs, seed, criteria, implementation, on_run, bases)
+        o = evaluate(d, make_requests, AUTO_START if runs == "auto" else runs, seed, criteria,
+                     implementation, on_run, bases, max_runs)
         a = Accepted(o, tuple(faults), fc)
-        if faults:
-            for k, base in enumerate(bases):
-                req = base.requests
-                run = simulate(req, d, implementation, faults, resilience)
-                a.with_faults.append(figures(run))
-                a.fault_figures.append(fault_figures(run, base, fc.window_s, fc.tolerance,
-                                                     fc.hold))
-                if k == 0:
-                    start = float(min(req.arrival_s)) if len(req) else 0.0
-                    end = float(max(run.done_s[run.done_s == run.done_s], default=start))
-                    a.series = windowed(run, start, end, fc.window_s)
-                    a.baseline_series = windowed(base, start, end, fc.window_s)
-                    if len(faults) > 1:     # each fault alone, for the runbook
-                        for f in faults:
-                            solo = simulate(req, d, implementation, (f,), resilience)
-                            a.alone += fault_figures(solo, base, fc.window_s, fc.tolerance,
-                                                     fc.hold)
-                    else:
-                        a.alone = list(a.fault_figures[0])
-                if on_run is not None:
-                    on_run()
+        _fault_runs(a, bases, faults, fc, resilience, implementation, on_run)
+        if runs == "auto" and not o.deterministic:
+            for n in auto_schedule(AUTO_START, max_runs)[1:]:
+                if a.status != "undecided":
+                    break
+                done = len(bases)
+                more_runs(o, make_requests, n, implementation, on_run, bases)
+                _fault_runs(a, bases[done:], faults, fc, resilience, implementation, on_run)
+            o.stopped = stopped_text(len(o.runs), a.status != "undecided", max_runs)
         out.append(a)
     return out
+
+
+def _fault_runs(a: Accepted, bases: list, faults, fc: FaultCriteria, resilience,
+                implementation: str, on_run) -> None:
+    """Each base run again with the faults (the first one also each fault alone)."""
+    d = a.design
+    if not faults:
+        return
+    for base in bases:
+        k = len(a.with_faults)
+        req = base.requests
+        run = simulate(req, d, implementation, faults, resilience)
+        a.with_faults.append(figures(run))
+        a.fault_figures.append(fault_figures(run, base, fc.window_s, fc.tolerance,
+                                             fc.hold))
+        if k == 0:
+            start = float(min(req.arrival_s)) if len(req) else 0.0
+            end = float(max(run.done_s[run.done_s == run.done_s], default=start))
+            a.series = windowed(run, start, end, fc.window_s)
+            a.baseline_series = windowed(base, start, end, fc.window_s)
+            if len(faults) > 1:     # each fault alone, for the runbook
+                for f in faults:
+                    solo = simulate(req, d, implementation, (f,), resilience)
+                    a.alone += fault_figures(solo, base, fc.window_s, fc.tolerance,
+                                             fc.hold)
+            else:
+                a.alone = list(a.fault_figures[0])
+        if on_run is not None:
+            on_run()
 
 
 def chosen(results: list[Accepted]) -> Accepted | None:

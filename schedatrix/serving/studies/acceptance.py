@@ -1,11 +1,15 @@
-"""Acceptance: a design's figures over repeated runs, their 95% intervals, and a verdict.
+"""Acceptance: a design's figures over repeated runs, their 95% intervals, and a decision.
 
 A run *meets the SLOs* when every class that has thresholds had at least ``attainment`` of its
-arrived requests within all of them (rejected, failed and late requests count against it). A
-design *passes* only when every run meets them. With no thresholds in any class there is no
-verdict (the source's boundary: without agreed SLOs nothing can pass or fail). A design has
-*room to spare* when it passes with each class's p95 TTFT and p95 TPOT at most ``spare`` of the
-thresholds in every run and its KV cache never fuller than ``kv_spare``.
+arrived requests within all of them (rejected, failed and late requests count against it). The
+runs are independent seeds of the load, and what is decided is the **share of runs that meet**
+against ``run_share`` (:mod:`.run_share`): PASS when its one-sided lower Clopper-Pearson bound at
+``confidence`` is above ``run_share``, FAIL when its upper bound is below, UNDECIDED otherwise
+(one run never passes: it is indicative only). More runs make the decision more certain, never
+harsher. With no thresholds in any class there is no verdict (the source's boundary: without
+agreed SLOs nothing can pass or fail). A design has *room to spare* when it passes and the
+means over runs of each run's worst p95 TTFT or TPOT as a share of its threshold, and of its KV
+cache's peak use, are shown (one-sided t bounds) at most ``spare`` and ``kv_spare``.
 """
 
 from __future__ import annotations
@@ -23,22 +27,42 @@ from ..figures.record import Run
 from ..load.requests import Requests, SLOClass
 from ..numbers import check_int, check_real
 from ..sim.simulate import simulate
+from .run_share import (
+    AUTO_START,
+    CONFIDENCE,
+    MAX_RUNS,
+    RUN_SHARE,
+    Decision,
+    auto_schedule,
+    check_confidence,
+    check_run_share,
+    check_runs,
+    decide_mean,
+    decide_share,
+    exact,
+)
 
-__all__ = ["Criteria", "Outcome", "evaluate", "interval"]
+__all__ = ["Criteria", "Outcome", "evaluate", "more_runs", "interval", "stopped_text"]
 
 
 @dataclass(frozen=True)
 class Criteria:
     """attainment : share of each class's requests within its SLOs a run needs (0 to 1)
     spare : 'room to spare' when p95 TTFT and TPOT are at most this share of the thresholds
-    kv_spare : ... and the KV cache's peak use at most this share"""
+    kv_spare : ... and the KV cache's peak use at most this share
+    run_share : the share of runs (independent seeds) that must meet the SLOs (0 to 1, open)
+    confidence : of each one-sided bound on that share (0.5 to below 1)"""
 
     attainment: float = 0.95
     spare: float = 0.5
     kv_spare: float = 0.8
+    run_share: float = RUN_SHARE
+    confidence: float = CONFIDENCE
 
     def __post_init__(self):
         check_real("attainment", self.attainment, 0.0, 1.0, low_open=True)
+        check_run_share(self.run_share)
+        check_confidence(self.confidence)
         check_real("spare", self.spare, 0.0, 1.0, low_open=True)
         check_real("kv_spare", self.kv_spare, 0.0, 1.0, low_open=True)
 
@@ -78,6 +102,9 @@ class Outcome:
     events: int = 0
     iterations: int = 0
     deterministic: bool = False
+    seed: int = 0
+    #: with ``runs = "auto"``: why the runs stopped where they did ("" for a fixed count)
+    stopped: str = ""
 
     # -- figures -----------------------------------------------------------------------------
     def values(self, key: str, class_id: int | None = None) -> list[float]:
@@ -134,31 +161,76 @@ class Outcome:
                    for c, cls in enumerate(self.classes) if cls.has_slo and
                    self.per_class[k][c].arrived)
 
+    def meets(self) -> list[bool]:
+        """Per run: did it meet the SLOs."""
+        return [self.run_meets(k) for k in range(len(self.runs))]
+
     @property
-    def passed(self) -> bool | None:
-        """True when every run meets the SLOs; None without SLOs (no verdict)."""
+    def decision(self) -> Decision | None:
+        """The share of runs that meet the SLOs, decided (None without SLOs). A replayed trace
+        is one deterministic run: met or not, exactly."""
         if not self.has_slo:
             return None
-        return all(self.run_meets(k) for k in range(len(self.runs)))
+        met = self.meets()
+        if self.deterministic:
+            return exact(met[0])
+        c = self.criteria
+        return decide_share(sum(met), len(met), c.run_share, c.confidence)
+
+    @property
+    def status(self) -> str | None:
+        """"pass", "fail" or "undecided" (None: no SLOs, no verdict)."""
+        d = self.decision
+        return None if d is None else d.state
+
+    @property
+    def passed(self) -> bool | None:
+        """True when decided pass, False when decided fail; None while undecided or without
+        SLOs (:attr:`status` tells the two apart)."""
+        d = self.decision
+        return None if d is None else d.passed
+
+    @property
+    def decided(self) -> bool:
+        """Nothing left for more runs to decide: passed, failed, or no SLOs to judge."""
+        return self.status != "undecided"
+
+    def spare_decisions(self) -> list[Decision]:
+        """The mean over runs of each run's worst p95 (TTFT or TPOT) as a share of its class's
+        threshold, against ``spare``; the mean KV peak share against ``kv_spare``."""
+        worst = []
+        for k in range(len(self.runs)):
+            ratios = []
+            for c, cls in enumerate(self.classes):
+                f = self.per_class[k][c]
+                if not f.arrived:
+                    continue
+                if cls.ttft_s is not None:
+                    ratios.append(f.ttft_p95 / cls.ttft_s)
+                if cls.tpot_s is not None and f.tpot_p95 == f.tpot_p95:
+                    ratios.append(f.tpot_p95 / cls.tpot_s)
+            worst.append(max(ratios, default=0.0))
+        c = self.criteria
+        return [decide_mean(worst, c.spare, c.confidence),
+                decide_mean(self.kv_peak_share, c.kv_spare, c.confidence)]
 
     @property
     def room_to_spare(self) -> bool:
         if not self.passed:
             return False
-        s = self.criteria.spare
-        for k in range(len(self.runs)):
-            if self.kv_peak_share[k] > self.criteria.kv_spare:
-                return False
-            for c, cls in enumerate(self.classes):
-                f = self.per_class[k][c]
-                if not f.arrived:
-                    continue
-                if cls.ttft_s is not None and not f.ttft_p95 <= s * cls.ttft_s:
-                    return False
-                if cls.tpot_s is not None and f.tpot_p95 == f.tpot_p95 and \
-                        not f.tpot_p95 <= s * cls.tpot_s:
-                    return False
-        return True
+        if self.deterministic:
+            return all(d.met == d.runs for d in self.spare_decisions())
+        return all(d.state == "pass" for d in self.spare_decisions())
+
+    def label(self) -> str:
+        """A short mark: PASS+ (with room to spare), PASS, FAIL; pass? or fail? while undecided
+        (what the runs so far point to); - without SLOs."""
+        d = self.decision
+        if d is None:
+            return "-"
+        if d.state == "undecided":
+            return "pass?" if d.indicative else "fail?"
+        return "PASS+" if self.room_to_spare else d.state.upper()
 
     def verdict(self) -> str:
         """One honest sentence (or two) about this design against the SLOs."""
@@ -173,40 +245,83 @@ class Outcome:
         share, c = worst
         name = self.classes[c].name
         runs = f"{n} run{'s' if n != 1 else ''}"
-        if self.passed:
+        d = self.decision
+        met = d.met
+        need = f"{self.criteria.attainment:.0%} needed"
+        lowest = f"{share:.1%} of '{name}' within its thresholds, {need}"
+        conf, q = f"{d.confidence:.0%}", f"{d.required:.0%}"
+        stop = f" {self.stopped}." if self.stopped else ""
+        if d.exact:
+            what = "met" if met else "missed"
+            return (f"{d.state.upper()}: the SLOs were {what} in the trace's one deterministic "
+                    f"run ({'lowest' if met else 'worst'}: {lowest})." + label)
+        if d.state == "pass":
             spare = " with room to spare" if self.room_to_spare else ""
-            where = "in its one run" if n == 1 else f"in all {runs}"
-            return (f"PASS{spare}: every class met its SLOs {where} (lowest: "
-                    f"{share:.1%} of '{name}' within its thresholds, "
-                    f"{self.criteria.attainment:.0%} needed)." + label)
-        missed = sum(not self.run_meets(k) for k in range(n))
-        return (f"FAIL: the SLOs were missed in {missed} of {runs} (worst: {share:.1%} of "
-                f"'{name}' within its thresholds, {self.criteria.attainment:.0%} "
-                f"needed)." + label)
+            return (f"PASS{spare}: the SLOs were met in {met} of {runs}, so at least "
+                    f"{d.low:.0%} of runs meet them ({conf} confidence, {q} needed; lowest: "
+                    f"{lowest})." + stop + label)
+        if d.state == "fail":
+            return (f"FAIL: the SLOs were missed in {n - met} of {runs}, so at most "
+                    f"{d.high:.0%} of runs meet them ({conf} confidence, {q} needed; worst: "
+                    f"{lowest})." + stop + label)
+        lean = "pass" if d.indicative else "fail"
+        one = " from one run" if n == 1 else ""
+        more = d.runs_to_pass()
+        then = (f"; {more} more runs, all meeting them, would pass it" if d.indicative
+                else "; more runs would decide it")
+        return (f"UNDECIDED (indicative {lean}{one}): the SLOs were met in {met} of {runs}; "
+                f"the share of runs that meet them is {d.low:.0%} to {d.high:.0%} (one-sided "
+                f"{conf} bounds), {q} needed{then} ({'lowest' if met == n else 'worst'}: "
+                f"{lowest})." + stop + label)
 
 
 def _count(x: float) -> str:
     return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
 
 
-def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int = 1,
+def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int | str = 1,
              seed: int = 0, criteria: Criteria | None = None, implementation: str = "fast",
              on_run: Callable[[], None] | None = None,
-             keep: list[Run] | None = None) -> Outcome:
-    """Run ``design`` on ``make_requests(seed + k)`` for k in range(runs). A replayed trace
-    is the same every run, so it is run once (the outcome says it is deterministic). Each
-    run is appended to ``keep`` when one is given (a caller that needs the runs themselves,
-    not only their figures, so it need not simulate them again)."""
-    runs = check_int("runs", runs, 1, 10_000)
+             keep: list[Run] | None = None, max_runs: int = MAX_RUNS) -> Outcome:
+    """Run ``design`` on ``make_requests(seed + k)`` for k in range(runs). ``runs = "auto"``
+    starts with a few runs and doubles them, seeds continuing, until the decision is made or
+    ``max_runs`` is reached (:func:`.run_share.auto_schedule`; the outcome's ``stopped`` says
+    which). A replayed trace is the same every run, so it is run once (the outcome says it is
+    deterministic). Each run is appended to ``keep`` when one is given (a caller that needs
+    the runs themselves, not only their figures, so it need not simulate them again)."""
+    runs = check_runs(runs)
+    max_runs = check_int("max_runs", max_runs, 1, 10_000)
     criteria = criteria or Criteria()
     first = make_requests(seed)
-    out = Outcome(design, first.classes, criteria, first.synthetic)
+    out = Outcome(design, first.classes, criteria, first.synthetic, seed=seed)
     if not first.synthetic:
         out.deterministic = True
-        runs = 1
-    for k in range(runs):
-        req = first if k == 0 else make_requests(seed + k)
-        run = simulate(req, design, implementation)
+        more_runs(out, make_requests, 1, implementation, on_run, keep, first)
+        return out
+    if runs != "auto":
+        more_runs(out, make_requests, runs, implementation, on_run, keep, first)
+        return out
+    for n in auto_schedule(AUTO_START, max_runs):
+        more_runs(out, make_requests, n, implementation, on_run, keep, first)
+        if out.decided:
+            break
+    out.stopped = stopped_text(len(out.runs), out.decided, max_runs)
+    return out
+
+
+def stopped_text(n: int, decided: bool, cap: int) -> str:
+    """Why ``runs = "auto"`` stopped after ``n`` runs."""
+    return (f"Runs auto: decided after {n} runs" if decided else
+            f"Runs auto: still undecided at the cap of {cap} runs (raise --max-runs)")
+
+
+def more_runs(out: Outcome, make_requests: Callable[[int], Requests], upto: int,
+              implementation: str = "fast", on_run: Callable[[], None] | None = None,
+              keep: list[Run] | None = None, first: Requests | None = None) -> None:
+    """Add runs to ``out`` until it has ``upto``, on the seeds that follow its last one."""
+    for k in range(len(out.runs), upto):
+        req = first if k == 0 and first is not None else make_requests(out.seed + k)
+        run = simulate(req, out.design, implementation)
         _add(out, run)
         if keep is not None:
             keep.append(run)
@@ -214,7 +329,6 @@ def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int
             out.series = time_series(run)
         if on_run is not None:
             on_run()
-    return out
 
 
 def _add(out: Outcome, run: Run) -> None:

@@ -12,6 +12,7 @@ from ..cluster.deployment import Design
 from ..load.requests import Requests
 from ..perf.catalog import GPUS_PER_NODE
 from .acceptance import Criteria, Outcome, evaluate
+from .run_share import MAX_RUNS
 
 __all__ = ["Comparison", "compare", "compare_models", "baseline_for", "with_goodput"]
 
@@ -33,12 +34,28 @@ class Comparison:
 
     @property
     def cheapest(self) -> Outcome | None:
-        """The passing design with the lowest mean cost per million tokens (fewer GPUs on a
-        tie); None when none passes or there is no verdict."""
+        """The passing design (decided: :attr:`.Outcome.status` "pass") with the lowest mean
+        cost per million tokens (fewer GPUs on a tie); None when none passes or there is no
+        verdict."""
         passing = [o for o in self.outcomes if o.passed]
         if not passing:
             return None
         return min(passing, key=lambda o: (_mean(o.cost_per_mtok()), o.design.gpus))
+
+    @property
+    def cheapest_indicative(self) -> Outcome | None:
+        """The cheapest design not refused whose runs so far point to a pass (undecided, but
+        met in at least the required share of its runs): what more runs may confirm. None
+        when a decided pass is at least as cheap."""
+        leaning = [o for o in self.outcomes if o.status == "undecided" and
+                   o.decision.indicative]
+        if not leaning:
+            return None
+        best = min(leaning, key=lambda o: (_mean(o.cost_per_mtok()), o.design.gpus))
+        sure = self.cheapest
+        if sure is not None and _mean(sure.cost_per_mtok()) <= _mean(best.cost_per_mtok()):
+            return None
+        return best
 
     @property
     def single_machine_enough(self) -> Outcome | None:
@@ -66,13 +83,35 @@ class Comparison:
         if not self.has_slo:
             return ("No verdict: the load sets no TTFT or TPOT thresholds, so no design can "
                     "pass or fail; the figures are shown side by side." + label)
-        best = self.cheapest
+        best, lean = self.cheapest, self.cheapest_indicative
+        ahead = ""
+        if lean is not None:
+            d = lean.decision
+            ahead = (f"{lean.design.name} ({lean.design.gpus} "
+                     f"GPU{'s' if lean.design.gpus != 1 else ''}, "
+                     f"${_mean(lean.cost_per_mtok()):,.3f} per million output tokens) met the "
+                     f"SLOs in {d.met} of {d.runs} run{'s' if d.runs != 1 else ''}, which is "
+                     f"indicative only: {d.runs_to_pass()} more runs, all meeting them, would "
+                     f"show that at least {d.required:.0%} of runs do ({d.confidence:.0%} "
+                     f"confidence; --runs auto adds them).")
+            if best is None:
+                return "Undecided: " + ahead + label
+            ahead = " A cheaper design is still undecided: " + ahead
         if best is None:
-            return "No design meets the SLOs in every run." + label
+            if any(o.status == "undecided" for o in self.outcomes):
+                return ("No design is shown to meet the SLOs: those not refused are still "
+                        "undecided, and none met them in enough of its runs to lean to a "
+                        "pass." + label)
+            return (f"No design meets the SLOs in at least "
+                    f"{self.outcomes[0].criteria.run_share:.0%} of runs (each refused at "
+                    f"{self.outcomes[0].criteria.confidence:.0%} confidence)." + label)
         cost = _mean(best.cost_per_mtok())
+        d = best.decision
+        shown = ("" if d.exact else f"; at least {d.low:.0%} of runs meet them, "
+                 f"{d.confidence:.0%} confidence")
         text = (f"Cheapest design meeting the SLOs: {best.design.name} ({best.design.gpus} "
                 f"GPU{'s' if best.design.gpus != 1 else ''}, ${cost:,.3f} per million output "
-                f"tokens).")
+                f"tokens{shown}).")
         one = self.single_machine_enough
         if self.no_distributed_needed:
             text += (f" {one.design.name} alone meets them with room to spare on one machine: "
@@ -82,7 +121,7 @@ class Comparison:
             text += (f" One replica on one machine ({one.design.name}) meets them too, with "
                      f"room to spare, at {ratio:.1f}x the cost: spreading the load is cheaper "
                      f"here, not necessary.")
-        return text + label
+        return text + ahead + label
 
 
 def _mean(values) -> float:
@@ -104,9 +143,10 @@ def baseline_for(design: Design) -> Design | None:
     return None
 
 
-def compare(designs: list[Design], make_requests: Callable[[int], Requests], runs: int = 1,
-            seed: int = 0, criteria: Criteria | None = None, implementation: str = "fast",
-            baseline: bool = True, on_run: Callable[[], None] | None = None) -> Comparison:
+def compare(designs: list[Design], make_requests: Callable[[int], Requests],
+            runs: int | str = 1, seed: int = 0, criteria: Criteria | None = None,
+            implementation: str = "fast", baseline: bool = True,
+            on_run: Callable[[], None] | None = None, max_runs: int = MAX_RUNS) -> Comparison:
     """Run every design on the same arrivals (seed by seed). With ``baseline``, a one-replica
     one-machine design is added when none of the designs is one, so the report can say
     whether anything distributed is needed at all."""
@@ -117,15 +157,16 @@ def compare(designs: list[Design], make_requests: Callable[[int], Requests], run
         base = baseline_for(designs[0])
         if base is not None:
             designs.append(base.with_(name=f"{base.label()} (baseline)"))
-    outcomes = [evaluate(d, make_requests, runs, seed, criteria, implementation, on_run)
-                for d in designs]
+    outcomes = [evaluate(d, make_requests, runs, seed, criteria, implementation, on_run,
+                         max_runs=max_runs) for d in designs]
     return Comparison(outcomes, model=designs[0].model)
 
 
 def compare_models(designs: list[Design], models: list[str],
-                   make_requests: Callable[[int], Requests], runs: int = 1, seed: int = 0,
-                   criteria: Criteria | None = None, implementation: str = "fast",
-                   on_run: Callable[[], None] | None = None) -> dict[str, Comparison]:
+                   make_requests: Callable[[int], Requests], runs: int | str = 1,
+                   seed: int = 0, criteria: Criteria | None = None,
+                   implementation: str = "fast", on_run: Callable[[], None] | None = None,
+                   max_runs: int = MAX_RUNS) -> dict[str, Comparison]:
     """The same designs for each model (those that can't hold a model are skipped, with the
     reason): how the cheapest design moves with model size."""
     out = {}
@@ -138,7 +179,7 @@ def compare_models(designs: list[Design], models: list[str],
                 skipped.append((d.name, str(e)))
         if built:
             c = compare(built, make_requests, runs, seed, criteria, implementation,
-                        baseline=False, on_run=on_run)
+                        baseline=False, on_run=on_run, max_runs=max_runs)
         else:
             c = Comparison([])
         c.skipped, c.model = skipped, name

@@ -56,7 +56,16 @@ def design_json(o: Outcome) -> dict:
                    "priority": cls.priority}
         for c, cls in enumerate(o.classes)}
     out["synthetic"] = o.synthetic
+    dec = o.decision
+    out["runs_met"] = sum(o.meets()) if o.has_slo else None
+    out["decision"] = None if dec is None else {
+        "state": dec.state, "share_low": dec.low, "share_high": dec.high,
+        "run_share": dec.required, "confidence": dec.confidence,
+        "indicative": dec.indicative, "exact": dec.exact}
     out["passed"] = o.passed
+    out["status"] = o.status
+    if o.stopped:
+        out["stopped"] = o.stopped
     out["room_to_spare"] = o.room_to_spare
     out["verdict"] = o.verdict()
     out["design"] = {k: getattr(d, k) for k in d.__dataclass_fields__}

@@ -35,6 +35,7 @@ from ...errors import InputError
 from ...traces.threads import cores
 from ..scenarios.grid import Grid, Task
 from ..studies.outcome_json import design_json
+from ..studies.run_share import CONFIDENCE, RUN_SHARE, decide_share
 from . import ray_start
 
 __all__ = ["run_task", "run_tasks", "run_sweep", "Sweep", "Point", "pareto_front",
@@ -78,6 +79,9 @@ def run_task(task: Task) -> dict:
     row.update({f"load.{k}": v for k, v in task.load_values})
     _flatten(figures.pop("design"), "design.", row, skip={"name"})
     _flatten(figures, "", row, skip=_SKIP)
+    # one seed decides nothing: the row says whether this run met the SLOs, and the point
+    # (over the seeds) decides the share of runs that meet them
+    row["met"] = bool(outcome.meets()[0]) if outcome.has_slo else None
     return row
 
 
@@ -192,8 +196,10 @@ def columns_of(rows: list[dict]) -> list[str]:
 @dataclass(frozen=True)
 class Point:
     """One design on one load, over the sweep's seeds: mean p95 TTFT (s) and mean cost per
-    million output tokens ($); ``passed`` True only when every seed met the SLOs (None: no
-    SLOs); ``front``: on the load's Pareto front (no other design both faster and cheaper)."""
+    million output tokens ($); ``status`` the share of seeds that met the SLOs decided
+    (:mod:`..studies.run_share`: "pass", "fail", "undecided"; None: no SLOs), ``passed`` True
+    or False once decided (None: undecided or no SLOs), ``met`` how many seeds met them;
+    ``front``: on the load's Pareto front (no other design both faster and cheaper)."""
 
     load: str
     design: str
@@ -203,6 +209,8 @@ class Point:
     passed: bool | None
     seeds: int
     front: bool = False
+    status: str | None = None
+    met: int = 0
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[bool]:
@@ -237,11 +245,18 @@ def points_of(rows: list[dict], grid: Grid) -> list[Point]:
             rs = by.get((load, design), [])
             if not rs:
                 continue
-            verdicts = [r.get("passed") for r in rs]
-            passed = None if any(v is None for v in verdicts) else all(verdicts)
+            verdicts = [r.get("met") for r in rs]
+            if any(v is None for v in verdicts):
+                status, met, passed = None, 0, None
+            else:
+                met = sum(bool(v) for v in verdicts)
+                d = decide_share(met, len(rs), rs[0].get("decision.run_share", RUN_SHARE),
+                                 rs[0].get("decision.confidence", CONFIDENCE))
+                status, passed = d.state, d.passed
             pts.append(Point(load, design, int(rs[0]["gpus"]),
                              _mean([r.get("ttft_p95") for r in rs]),
-                             _mean([r.get("cost_per_mtok") for r in rs]), passed, len(rs)))
+                             _mean([r.get("cost_per_mtok") for r in rs]), passed, len(rs),
+                             status=status, met=met))
         front = pareto_front([(p.ttft_p95_s, p.cost_per_mtok) for p in pts])
         out += [Point(**{**p.__dict__, "front": f}) for p, f in zip(pts, front, strict=True)]
     return out

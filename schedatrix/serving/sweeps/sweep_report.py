@@ -98,6 +98,7 @@ def sweep_json(sweep: Sweep) -> dict:
             "cheapest_passing": best.design if best else None,
             "designs": [{"design": p.design, "gpus": p.gpus, "ttft_p95": _num(p.ttft_p95_s),
                          "cost_per_mtok": _num(p.cost_per_mtok), "passed": p.passed,
+                         "status": p.status, "seeds_met": p.met,
                          "front": p.front, "seeds": p.seeds} for p in pts]}
     return {"grid": g.source, "runs": len(g.tasks), "designs": list(g.designs),
             "loads": list(g.loads), "seeds": list(g.seeds),
@@ -124,14 +125,15 @@ def summary_lines(sweep: Sweep) -> list[str]:
         lines.append(f"load {load}:")
         width = max(len(p.design) for p in pts)
         for p in pts:
-            verdict = {True: "PASS", False: "FAIL", None: "-"}[p.passed]
+            verdict = {"pass": "PASS", "fail": "FAIL", None: "-"}.get(
+                p.status, f"undecided, {p.met} of {p.seeds} seeds met")
             mark = "  front" if p.front else ""
             gpus = f"{p.gpus} GPU" + ("s" if p.gpus != 1 else " ")
             lines.append(f"  {p.design:{width}s}  {gpus:>8s}  p95 TTFT "
                          f"{_ms(p.ttft_p95_s):>10s}  {_usd(p.cost_per_mtok):>9s}/M tok  "
                          f"{verdict}{mark}")
         best = sweep.cheapest(load)
-        if pts and pts[0].passed is None:
+        if pts and pts[0].status is None:
             lines.append("  no verdict: no class sets a TTFT or TPOT threshold")
         else:
             lines.append(f"  cheapest passing: {best.design if best else 'none'}")
