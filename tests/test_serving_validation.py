@@ -219,14 +219,14 @@ def _slo_load(rate=2.0):
 
 def test_goodput_is_the_highest_rate_meeting_the_attainment():
     d = Design(model="llama-3.1-8b", gpu="h100-80gb")
-    g = goodput_capacity(d, _slo_load(), 0.9, requests=600)
+    g = goodput_capacity(d, _slo_load(), 0.9, requests=1000)
     assert g.max_rate_rps > 0 and g.attained >= 0.9
     assert g.rate_per_gpu == pytest.approx(g.max_rate_rps / d.gpus)
     failing = [r for r, _, ok in g.tried if not ok]
     assert failing and min(failing) > g.max_rate_rps      # a higher rate was tried and failed
-    looser = goodput_capacity(d, _slo_load(), 0.5, requests=600)
+    looser = goodput_capacity(d, _slo_load(), 0.5, requests=1000)
     assert looser.max_rate_rps >= g.max_rate_rps
-    two = goodput_capacity(d.with_(replicas=2), _slo_load(), 0.9, requests=600)
+    two = goodput_capacity(d.with_(replicas=2), _slo_load(), 0.9, requests=1000)
     assert two.max_rate_rps > 1.6 * g.max_rate_rps
 
 
@@ -243,13 +243,13 @@ def test_goodput_refuses_what_has_no_rate_or_no_slo():
 def test_serving_capacity_on_the_command_line():
     done = run_in_process("serving", "capacity", "--model", "llama-3.2-3b", "--gpu", "h100-80gb",
                 "--rate", "2", "--input-len", "512", "--output-len", "64", "--slo-ttft",
-                "0.5", "--slo-tpot", "0.05", "--requests", "400", "--json")
+                "0.5", "--slo-tpot", "0.05", "--requests", "1000", "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["max_rate_rps"] > 0 and out["rate_per_gpu"] == out["max_rate_rps"]
     assert out["attainment"] == 0.9 and out["attained"] >= 0.9
     text = run_in_process("serving", "capacity", "--model", "llama-3.2-3b", "--rate", "2",
-                "--slo-ttft", "0.5", "--requests", "300")
+                "--slo-ttft", "0.5", "--requests", "1000")
     assert text.returncode == 0 and "goodput (DistServe)" in text.stdout
 
 
