@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from schedatrix.audit.audit import Settings, run_audit
+from schedatrix.audit.capacity import MAX_PROFILE_BUCKETS, drift_profile
 from schedatrix.audit.cli import add_audit_parser
 from schedatrix.audit.note import parse_note
 from schedatrix.audit.report import markdown, to_json, verdict
@@ -109,7 +110,7 @@ def test_a_small_pool_keeps_every_pair():
 
 def test_blank_capacity_is_the_simulators_answer_on_the_pools_own_mix(hour):
     tally = tally_of(note(), hour)
-    a = run_audit(tally)
+    a = run_audit(tally, Settings(drift=False))
     for pool, model in (("small", "llama-3.2-3b"), ("large", "llama-3.1-8b")):
         p = a.pool(pool)
         assert p.replica_rps_source == "simulated" and not p.replica_rps_assumed
@@ -118,6 +119,7 @@ def test_blank_capacity_is_the_simulators_answer_on_the_pools_own_mix(hour):
                                   sample.output_tokens, "ttft", 99.0, 1.0, False,
                                   requests=2000)
         assert p.replica_rps == direct.rate_rps > 0
+        assert "at one steady rate" in p.replica_rps_basis
         assert f"one replica of {model} on 1 x a100-80gb" in p.replica_rps_basis
         assert "within TTFT p99 < 1 s" in p.replica_rps_basis
     # the code pool's long prompts leave an 8B replica less room than the 3B's chat
@@ -134,9 +136,12 @@ def test_blank_capacity_is_the_simulators_answer_on_the_pools_own_mix(hour):
 
 
 def test_a_tighter_objective_gives_a_lower_capacity(hour):
-    loose = run_audit(tally_of(note(objectives='["TTFT p99 < 2 s"]'), hour)).pool("small")
-    tight = run_audit(tally_of(note(objectives='["TTFT p99 < 200 ms"]'), hour)).pool("small")
-    both = run_audit(tally_of(note(objectives='["TTFT p99 < 2 s", "E2E p50 < 1 s"]'), hour))
+    steady = Settings(drift=False)      # the objectives' effect, at one rate (cheaper to run)
+    loose = run_audit(tally_of(note(objectives='["TTFT p99 < 2 s"]'), hour), steady).pool("small")
+    tight = run_audit(tally_of(note(objectives='["TTFT p99 < 200 ms"]'), hour),
+                      steady).pool("small")
+    both = run_audit(tally_of(note(objectives='["TTFT p99 < 2 s", "E2E p50 < 1 s"]'), hour),
+                     steady)
     assert tight.replica_rps < loose.replica_rps
     # with two objectives the capacity is the rate that holds both, and the basis names the
     # binding one
@@ -153,7 +158,7 @@ def test_a_tighter_objective_gives_a_lower_capacity(hour):
     ({"objectives": '["error rate < 1%"]'}, "the note states no TTFT or E2E objective"),
 ])
 def test_what_the_simulator_cant_answer_is_assumed_and_says_why(hour, kwargs, why):
-    a = run_audit(tally_of(note(**kwargs), hour))
+    a = run_audit(tally_of(note(**kwargs), hour), Settings(drift=False))
     p = a.pool("large")
     assert p.replica_rps_source == "assumed" and p.replica_rps_assumed and p.replica_rps == 3.0
     assert why in p.replica_rps_basis
@@ -193,7 +198,7 @@ def test_cli_capacity_flag(tmp_path, hour, capsys):
         args = p.parse_args(["audit", str(n), str(hour["large"]), str(hour["small"]),
                              "--pool-of", f"{hour['large']}=large",
                              "--pool-of", f"{hour['small']}=small", "--capacity", mode,
-                             "--json", "--out", str(tmp_path / mode)])
+                             "--no-drift", "--json", "--out", str(tmp_path / mode)])
         assert args.func(args) == 0
         data = json.loads(capsys.readouterr().out)
         assert data["pools"]["small"]["replica_rps_source"] == source
@@ -207,3 +212,74 @@ def test_a_csv_feeds_the_sample(tmp_path):
     assert len(small) == 120 and len(large) == SAMPLE_PAIRS       # 120 rows; 3,000 rows
     for s in (small, large):
         assert set(s.input_tokens.tolist()) == {321} and set(s.output_tokens.tolist()) == {45}
+
+
+def test_the_drift_profile_is_each_whole_buckets_rate_over_the_mean():
+    tally = Tally(note(), bucket_s=60)
+    rng = np.random.default_rng(0)
+    # 30 s into minute 0, then minutes 1-4 at 1, 3, 1 and 3 requests a second, ending 10 s
+    # into minute 5: the two partial minutes are left out
+    times = np.concatenate([np.arange(30, 60, 1.0)] + [
+        60 * m + np.arange(0, 60, 1 / r) for m, r in ((1, 1), (2, 3), (3, 1), (4, 3))] +
+        [np.arange(300, 310, 1.0)])
+    n = len(times)
+    tally.add(mk(times, np.zeros(n, np.int64), rng.integers(10, 100, n),
+                 rng.integers(1, 50, n), np.arange(n)))
+    prof = drift_profile(tally.pools[0], 60, float(times.min()), float(times.max()))
+    assert [(s, e) for s, e, _ in prof] == [(0, 60), (60, 120), (120, 180), (180, 240)]
+    assert [round(m, 6) for _, _, m in prof] == [0.5, 1.5, 0.5, 1.5]
+    assert np.mean([m for _, _, m in prof]) == pytest.approx(1.0)
+    assert drift_profile(tally.pools[0], 60, 30.0, 150.0) == ()      # one whole minute only
+    assert drift_profile(tally.pools[1], 60, 30.0, 310.0) == ()      # the pool has nobody
+
+
+def test_a_long_trace_keeps_its_busiest_hour_and_a_span_of_years_costs_nothing():
+    tally = Tally(note(), bucket_s=60)
+    rng = np.random.default_rng(1)
+    # a quiet day at one request a minute, then one busy minute (30 requests) at 5,000 s, and
+    # a lone request about 150 years later
+    times = np.concatenate([np.arange(0, 86_400, 60.0) + 0.5, 5_000 + np.arange(30) / 30,
+                            [4.8e9]])
+    times.sort()
+    n = len(times)
+    tally.add(mk(times, np.zeros(n, np.int64), rng.integers(10, 100, n),
+                 rng.integers(1, 50, n), np.arange(n)))
+    prof = drift_profile(tally.pools[0], 60, float(times.min()), float(times.max()))
+    assert len(prof) == MAX_PROFILE_BUCKETS
+    assert max(m for _, _, m in prof) == pytest.approx(31 / (90 / 60))   # the busy minute
+    assert np.mean([m for _, _, m in prof]) == pytest.approx(1.0)
+
+
+def test_a_simulated_capacity_keeps_the_pools_drift_and_no_drift_compares(hour, tmp_path,
+                                                                           capsys):
+    """Issue 33: the audit's capacity is how much of the pool's own traffic fits, its per-minute
+    swings kept; without them (--no-drift) the same replica reads a higher rate."""
+    from schedatrix.serving.load.arrivals import Burst
+    tally = tally_of(note(), hour)
+    steady = run_audit(tally, Settings(drift=False))
+    drifting = run_audit(tally)                        # drift is the default
+    for pool, model in (("small", "llama-3.2-3b"), ("large", "llama-3.1-8b")):
+        p, q = drifting.pool(pool), steady.pool(pool)
+        k = [c.pool_id for c in tally.note.pools].index(pool)
+        prof = drift_profile(tally.pools[k], tally.bucket_s, tally.t_min, tally.t_max)
+        assert len(prof) >= 50 and p.rate_profile == prof
+        sample = tally.pools[k].lengths
+        direct = replica_capacity(model, "a100-80gb", 1, sample.input_tokens,
+                                  sample.output_tokens, "ttft", 99.0, 1.0, False,
+                                  requests=2000, bursts=tuple(Burst(*b) for b in prof))
+        assert p.replica_rps == direct.rate_rps > 0
+        assert "at its own per-minute rate swings" in p.replica_rps_basis
+        assert p.replica_rps < q.replica_rps            # the swings cost capacity
+    n = tmp_path / "note.toml"
+    n.write_text(NOTE.format(large_model="Llama 3.1 8B", large_gpus=1, large_capacity=""))
+    parser = argparse.ArgumentParser(prog="schedatrix")
+    add_audit_parser(parser.add_subparsers())
+    args = parser.parse_args(["audit", str(n), str(hour["large"]), str(hour["small"]),
+                              "--pool-of", f"{hour['large']}=large",
+                              "--pool-of", f"{hour['small']}=small", "--no-drift", "--json",
+                              "--out", str(tmp_path / "out")])
+    assert args.func(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["pools"]["small"]["replica_rps"] == steady.pool("small").replica_rps
+    with pytest.raises(InputError, match="drift"):
+        Settings(drift="yes")

@@ -69,7 +69,8 @@ def test_the_cheapest_placement_takes_the_size_with_the_fewest_gpus(hour):
     best = next(x for x in pl.cheapest if x.pool_id == "large")
     counts = {}
     for tp in (1, 2, 4, 8):
-        ans = derive_capacity(a.note, large.config, large.lengths, gpus_per_replica=tp)
+        ans = derive_capacity(a.note, large.config, large.lengths, gpus_per_replica=tp,
+                              profile=large.rate_profile)
         if ans.rps:
             need = int(np.ceil(large.peak_rps * 1.1 / ans.rps * (1 - 1e-9)))
             counts[tp] = max(need, 1) * tp

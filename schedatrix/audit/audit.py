@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InputError
 from ..fleet.constants import CONVERGENCE_FLOOR, HOUR_WINDOW_ERROR, UNMET_CAP
 from ..traces.convert import MAX_TOKENS
-from .capacity import CAPACITY_MODES, derive_capacity
+from .capacity import CAPACITY_MODES, derive_capacity, drift_profile
 from .needs import PoolSizing, size_pool
 from .note import MAX_REPLICA_RPS, MIN_REPLICA_RPS, FleetNote, PoolConfig
 from .routing import DEFAULT_ROUTE_BELOW, RoutingWhatIf, route
@@ -37,7 +37,8 @@ class Settings:
     stretch longer than this many seconds (and than a bucket) is a gap, left out of the
     window (:mod:`.window`); `capacity`: how a capacity the note left blank is filled,
     "simulate" (ask the serving simulator where it can answer, :mod:`.capacity`) or
-    "assume" (the form's first-pass figure)."""
+    "assume" (the form's first-pass figure); `drift`: a simulated capacity keeps the pool's
+    per-bucket rate swings (:func:`~.capacity.drift_profile`), or asks for one steady rate."""
 
     headroom: float = 0.10
     delay_buckets: int = 1
@@ -47,8 +48,11 @@ class Settings:
     route_to: str | None = None
     gap_s: int = DEFAULT_GAP_S
     capacity: str = "simulate"
+    drift: bool = True
 
     def __post_init__(self):
+        if not isinstance(self.drift, bool):
+            raise InputError(f"drift = {self.drift!r}: must be true or false")
         if self.capacity not in CAPACITY_MODES:
             raise InputError(f"capacity = {self.capacity!r}: must be one of "
                              f"{', '.join(CAPACITY_MODES)}")
@@ -139,6 +143,8 @@ class PoolAudit:
     replica_rates: tuple[ReplicaRate, ...]
     #: the pool's (input, output) length sample, for the placement's simulations
     lengths: LengthSample | None = None
+    #: the pool's per-bucket rate profile its simulations keep (empty: one steady rate)
+    rate_profile: tuple = ()
 
     def dollars(self, gpu_hours: float) -> float | None:
         """GPU-hours in dollars, when the note gives a price."""
@@ -326,7 +332,9 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
     pools, raw, relabelled = [], {}, False
     for cfg, pt in zip(note.pools, tally.pools, strict=True):
         requests, tokens = _per_piece(pt, window, nb)
-        rps, source, basis = _capacity(note, cfg, pt, settings)
+        profile = drift_profile(pt, bucket_s, tally.t_min, tally.t_max) if settings.drift \
+            else ()
+        rps, source, basis = _capacity(note, cfg, pt, settings, profile)
         assumed = source == "assumed"
         if assumed:
             notes.append(f"Per-replica capacity of pool {cfg.pool_id} was left blank: the "
@@ -380,7 +388,7 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
             dispersion_1s=float((w * n_sq - pt.n ** 2) / (w * pt.n)) if pt.n else 0.0,
             sizing=sizing, price_per_gpu_hour=note.price_per_gpu_hour,
             latency=tuple(latency), error_share=error_share, unchecked_objectives=tuple(unchecked),
-            replica_rates=reps, lengths=pt.lengths,
+            replica_rates=reps, lengths=pt.lengths, rate_profile=profile,
         ))
         raw[cfg.pool_id] = (requests, tokens)
 
@@ -424,7 +432,7 @@ def run_audit(tally: Tally, settings: Settings | None = None) -> Audit:
                  notes=tuple(notes), window=window, warnings=warnings)
 
 
-def _capacity(note: FleetNote, cfg: PoolConfig, pt, settings: Settings
+def _capacity(note: FleetNote, cfg: PoolConfig, pt, settings: Settings, profile: tuple = ()
               ) -> tuple[float, str, str]:
     """(requests/s per replica, its source, how it was found) for one pool."""
     override = settings.replica_rps.get(cfg.pool_id)
@@ -433,7 +441,7 @@ def _capacity(note: FleetNote, cfg: PoolConfig, pt, settings: Settings
     if not cfg.replica_rps_assumed:
         return cfg.replica_rps, "note", "from the note"
     if settings.capacity == "simulate":
-        answer = derive_capacity(note, cfg, pt.lengths)
+        answer = derive_capacity(note, cfg, pt.lengths, profile=profile)
         if answer.rps is not None:
             return answer.rps, "simulated", answer.basis
         return cfg.replica_rps, "assumed", answer.basis

@@ -45,6 +45,9 @@ def add_audit_parser(subparsers) -> argparse.ArgumentParser:
                    help="a per-replica capacity the note leaves blank: ask the serving "
                         "simulator where it knows the model and GPU (default), or assume the "
                         "first-pass figure")
+    p.add_argument("--no-drift", action="store_true",
+                   help="simulated capacities at one steady rate, without the pool's own "
+                        "per-bucket rate swings (kept by default), for comparison")
     p.add_argument("--route-below", metavar="TOKENS", type=int, default=DEFAULT_ROUTE_BELOW,
                    help="routing what-if: move the large pool's requests under this many "
                         f"input tokens to the small pool (default {DEFAULT_ROUTE_BELOW})")
@@ -117,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(headroom=_headroom(args.headroom), delay_buckets=args.delay,
                         replica_rps=rps, route_below=None if args.no_route else args.route_below,
                         route_from=args.route_from, route_to=args.route_to, gap_s=args.gap,
-                        capacity=args.capacity)
+                        capacity=args.capacity, drift=not args.no_drift)
     prepare_out(args.out)  # a bad destination stops the audit before the reading
     files = [(t, pools.get(t)) for t in traces]
     quiet = args.quiet or args.json or not sys.stderr.isatty()

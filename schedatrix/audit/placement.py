@@ -203,7 +203,8 @@ def plan_pools(a: Audit) -> Placement:
             else:
                 if _holds(a, p, tp):
                     continue
-                answer = derive_capacity(a.note, cfg, sample, gpus_per_replica=tp)
+                answer = derive_capacity(a.note, cfg, sample, gpus_per_replica=tp,
+                                         profile=p.rate_profile)
                 if answer.rps is None:
                     continue
                 rps, source, basis = answer.rps, answer.source, answer.basis

@@ -213,12 +213,16 @@ def goodput_capacity(design: Design, load: Load, attainment: float = DEFAULT_ATT
 def replica_capacity(model: str, gpu: str, gpus_per_replica: int, input_tokens, output_tokens,
                      metric: str = "ttft", percentile: float = 99.0, limit_s: float = 1.0,
                      inclusive: bool = False, requests: int = 3000, seed: int = 0,
-                     rel_tol: float = 0.03, high_rps: float = 200.0) -> Capacity:
+                     rel_tol: float = 0.03, high_rps: float = 200.0,
+                     bursts: tuple = ()) -> Capacity:
     """The highest request rate one replica sustains with ``metric`` p``percentile`` below
     ``limit_s`` (at most, with ``inclusive``), on Poisson arrivals whose (input, output) lengths
-    are drawn in pairs from the pool's requests. Raises InputError when the replica can't be
-    built (a model that does not fit). Each rate is judged at steady state (:mod:`.steady`,
-    from ``requests`` up), on the requests past the warm-up cut."""
+    are drawn in pairs from the pool's requests. ``bursts`` (a per-minute profile of
+    :class:`~..load.arrivals.Burst`, multipliers of mean 1) keeps the pool's drift: each rate
+    tried is the profile's mean, its shape kept, and a run serves the whole profile. Raises
+    InputError when the replica can't be built (a model that does not fit). Each rate is judged
+    at steady state (:mod:`.steady`, from ``requests`` up), on the requests past the warm-up
+    cut."""
     design = Design(model=model, gpu=gpu, tp=gpus_per_replica, replicas=1)
     pairs = PairedLengths(np.asarray(input_tokens), np.asarray(output_tokens), "pool")
     requests = check_requests(requests, "requests")
@@ -230,7 +234,8 @@ def replica_capacity(model: str, gpu: str, gpus_per_replica: int, input_tokens, 
         return value <= limit_s if inclusive else value < limit_s
 
     def judge(rate: float) -> tuple[bool, float]:
-        steady = steady_run(design, Load(rate_rps=rate, pairs=pairs), seed, requests,
+        steady = steady_run(design, Load(rate_rps=rate, pairs=pairs, bursts=tuple(bursts)),
+                            seed, requests,
                             passes=lambda s: ok(value_of(s)))
         value = value_of(steady)
         return ok(value), value
