@@ -351,6 +351,11 @@ def test_06_what_the_simulator_says_of_each_pool():
     small, large = a.pool("small"), a.pool("large")
     says("06", "More than twice the owner's figure")
     assert small.replica_rps_source == "simulated" and small.replica_rps > 2 * 6
+    # the figure the lesson prints (nbval holds it) and docs/audit.md quotes, at steady state
+    assert f"small: {small.replica_rps:.3g} requests/s per replica, simulated" == \
+        "small: 14.7 requests/s per replica, simulated"
+    audit_md = " ".join((NOTEBOOKS.parent / "docs" / "audit.md").read_text().split())
+    assert "A100) 14.7 requests/s within TTFT p99 < 1 s" in audit_md
     says("06", "The large pool can't be simulated at all: at 16-bit weights a 70B model needs "
                "more memory than two A100s hold")
     assert large.replica_rps_source == "assumed" and "does not fit" in large.replica_rps_basis

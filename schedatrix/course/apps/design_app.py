@@ -28,6 +28,7 @@ from ...errors import InputError
 from ...serving.load.workload import generate
 from ...serving.perf.catalog import GPUS, MODELS
 from ...serving.reports.plot_text import label_points, plain_ticks
+from ...serving.reports.report import marked_cheapest, point_face
 from ...serving.studies.acceptance import Outcome, interval
 from ...serving.studies.compare import Comparison, compare, compare_models
 from .serving_app import seconds_text
@@ -97,7 +98,9 @@ def comparison_table(c: Comparison) -> str:
         rows.append(f"<tr{mark}>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     crit = c.outcomes[0].criteria if c.outcomes else None
     key = ("" if crit is None else
-           f"<p class='sx-d-key'><i>PASS: meets the SLOs in every run. PASS+: with room to spare "
+           f"<p class='sx-d-key'><i>PASS: at least {crit.run_share:.0%} of runs meet the SLOs "
+           f"({crit.confidence:.0%} confidence); undecided (pass? / fail?): too few runs to "
+           f"tell, what they point to. PASS+: with room to spare "
            f"(p95 TTFT and TPOT at most {crit.spare:.0%} of their SLOs, KV cache at most "
            f"{crit.kv_spare:.0%} full). Highlighted: the cheapest design that passes.</i></p>")
     return "<table>" + "".join(rows) + "</table>" + key
@@ -115,9 +118,10 @@ def cost_plot(c: Comparison) -> bytes:
 
 
 def cost_figure(c: Comparison) -> Figure:
-    """Cost per million tokens against p95 TTFT, one point per design (filled: passes), each
-    labelled with its name where no other label is; the cheapest passing design starred;
-    the TTFT SLO dashed."""
+    """Cost per million tokens against p95 TTFT, one point per design (filled: passes; pale:
+    leans to a pass, undecided), each labelled with its name where no other label is; the
+    cheapest passing design starred (while none is decided, the cheapest leaning to a pass,
+    its star labelled undecided); the TTFT SLO dashed."""
     fig = Figure(figsize=(6.25, 3.5), dpi=96)     # 600 px wide: the page shows it 1:1
     ax = fig.subplots()
     xs, ys, names = [], [], []
@@ -125,16 +129,17 @@ def cost_figure(c: Comparison) -> Figure:
         x, y = o.mean("ttft_p95"), interval(o.cost_per_mtok())[0]
         if not (x == x and y == y and x > 0 and y > 0):
             continue
-        ax.scatter([x], [y], s=34, color="#3b75af" if o.passed else "white",
+        ax.scatter([x], [y], s=34, color=point_face(o, "#3b75af", "#b9cde3", "white"),
                    edgecolors="#3b75af")
         xs.append(x)
         ys.append(y)
         names.append(o.design.name)
-    best = c.cheapest
+    best, _ = marked_cheapest(c)
     legend = None
     if best is not None:
+        star = "cheapest" if best is c.cheapest else "cheapest, undecided (pass?)"
         ax.scatter([best.mean("ttft_p95")], [interval(best.cost_per_mtok())[0]], s=170,
-                   marker="*", color="#f2a93b", zorder=3, label=f"cheapest: {best.design.name}")
+                   marker="*", color="#f2a93b", zorder=3, label=f"{star}: {best.design.name}")
     slo = c.outcomes[0].classes[0].ttft_s if c.outcomes else None
     if slo is not None:
         ax.axvline(slo, color="#c8443b", linestyle="--", linewidth=1)
@@ -146,7 +151,7 @@ def cost_figure(c: Comparison) -> Figure:
     ax.tick_params(which="both", labelsize=9)
     ax.set_xlabel("p95 TTFT (s), mean over the runs", fontsize=10)
     ax.set_ylabel("$ per million output tokens", fontsize=10)
-    ax.set_title("Filled: meets the SLOs in every run; dashed: the TTFT SLO", fontsize=10,
+    ax.set_title("Filled: PASS; pale: pass? (undecided); dashed: the TTFT SLO", fontsize=10,
                  loc="left")
     if best is not None:
         legend = ax.legend(fontsize=9, frameon=False, loc="best")

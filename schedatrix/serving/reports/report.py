@@ -17,7 +17,29 @@ from ..studies.outcome_json import FIGURE_KEYS, design_json, finite
 from .plot_text import label_points, plain_ticks
 
 __all__ = ["FIGURE_KEYS", "COLUMNS", "ALL_COLUMNS", "design_json", "comparison_json", "table",
-           "markdown", "write_report", "plot_series", "plot_cost"]
+           "markdown", "write_report", "plot_series", "plot_cost", "marked_cheapest"]
+
+
+def marked_cheapest(c: Comparison):
+    """The design a plot marks as the cheapest, and the words that say which it is: the
+    cheapest decided pass ("the cheapest passing"); while none is decided, the cheapest design
+    whose runs so far lean to a pass ("the cheapest leaning to pass, undecided": indicative
+    only); (None, "") when neither."""
+    if c.cheapest is not None:
+        return c.cheapest, "the cheapest passing"
+    if c.cheapest_indicative is not None:
+        return c.cheapest_indicative, "the cheapest leaning to pass, undecided"
+    return None, ""
+
+
+def point_face(o, full: str, pale: str, empty: str) -> str:
+    """A design's point on a cost plot: ``full`` when it passes (decided), ``pale`` while its
+    runs so far lean to a pass (pass?), ``empty`` otherwise (FAIL, fail?, no verdict)."""
+    if o.passed:
+        return full
+    if o.status == "undecided" and o.decision.indicative:
+        return pale
+    return empty
 
 
 def _goodput_json(c: Comparison, o) -> dict:
@@ -225,8 +247,9 @@ _STYLES = ("-", "--", ":", "-.")
 
 def plot_series(c: Comparison, ax_ttft=None, ax_good=None, ax_queue=None, ax_kv=None):
     """p95 TTFT, goodput, waiting requests and KV use per window, one line per design: the
-    cheapest design meeting the SLOs drawn bold, the others thin; the legend beside the
-    panels, not over them."""
+    cheapest design meeting the SLOs drawn bold (while none is decided, the cheapest leaning to
+    a pass, labelled undecided), the others thin; the legend beside the panels, not over
+    them."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
     fig = None
@@ -234,7 +257,8 @@ def plot_series(c: Comparison, ax_ttft=None, ax_good=None, ax_queue=None, ax_kv=
         fig = Figure(figsize=(10, 7.5))
         axes = fig.subplots(2, 2, sharex=True)
         ax_ttft, ax_good, ax_queue, ax_kv = axes.ravel()
-    best = c.cheapest.design.name if c.cheapest else None
+    marked, words = marked_cheapest(c)
+    best = marked.design.name if marked is not None else None
     for k, o in enumerate(c.outcomes):
         s = o.series
         if s is None:
@@ -244,7 +268,7 @@ def plot_series(c: Comparison, ax_ttft=None, ax_good=None, ax_queue=None, ax_kv=
         style = {"color": f"C{k % 10}", "ls": _STYLES[k // 10 % len(_STYLES)],
                  "lw": 2.4 if bold else 1.0, "alpha": 1.0 if bold else 0.75,
                  "zorder": 3 if bold else 2}
-        label = o.design.name + (" (the cheapest passing)" if bold else "")
+        label = o.design.name + (f" ({words})" if bold else "")
         ax_ttft.plot(mid, s.ttft_p95, label=label, **style)
         ax_good.plot(mid, s.goodput_rps, **style)
         ax_queue.plot(mid, s.waiting, **style)
@@ -295,7 +319,8 @@ def plot_cost(c: Comparison, ax=None):
         y = interval(o.cost_per_mtok())[0]
         if not (x == x and y == y and x > 0):
             continue
-        ax.scatter([x], [y], facecolors="C0" if o.passed else "none", edgecolors="C0", zorder=3)
+        ax.scatter([x], [y], facecolors=point_face(o, "C0", "#a9c4e0", "none"), edgecolors="C0",
+                   zorder=3)
         xs.append(x)
         ys.append(y)
         names.append(o.design.name)
@@ -304,7 +329,7 @@ def plot_cost(c: Comparison, ax=None):
     ax.margins(0.12)
     plain_ticks(ax.xaxis)
     ax.set_ylabel("$ per million output tokens")
-    ax.set_title("filled: meets the SLOs", fontsize=10, loc="left")
+    ax.set_title("filled: PASS; pale: pass? (undecided)", fontsize=10, loc="left")
     if fig is not None:
         fig.tight_layout()
     label_points(ax, xs, ys, names)
