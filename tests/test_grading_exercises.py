@@ -289,26 +289,81 @@ def test_log_figures_wrong_fails():
 
 def test_recovery_wrong_fails():
     right = solution("11_recovery")["recovery_s"]
-    fails(cs.check_recovery, lambda w, p, g, tol, hold: right(w, p, g, tol, 1),
-          match="must last")
+    fails(cs.check_recovery, lambda w, tol, hold: right(w, tol, 1), match="must last")
 
-    def ttft_only(windows, p, g, tol, hold):
-        return right([{**w, "goodput_rps": g} for w in windows], p, g, tol, hold)
+    def ttft_only(windows, tol, hold):
+        return right([{**w, "goodput_rps": w["baseline_goodput_rps"]} for w in windows], tol,
+                     hold)
 
     fails(cs.check_recovery, ttft_only, match="both of its figures")
 
-    def strict(windows, p, g, tol, hold):
-        return right(windows, p * (1 - 1e-9), g * (1 + 1e-9), tol, hold)
+    def strict(windows, tol, hold):
+        return right([{**w, "ttft_p95_s": w["ttft_p95_s"] and w["ttft_p95_s"] * (1 + 1e-9),
+                       "goodput_rps": w["goodput_rps"] * (1 - 1e-9)} for w in windows], tol, hold)
 
-    fails(cs.check_recovery, strict, match="exactly at its tolerance")
+    fails(cs.check_recovery, strict, match="exactly at the margin")
 
-    def empty_is_late(windows, p, g, tol, hold):
+    def empty_is_late(windows, tol, hold):
         late = [{**w, "ttft_p95_s": 1e9 if w["ttft_p95_s"] is None else w["ttft_p95_s"]}
                 for w in windows]
-        return right(late, p, g, tol, hold)
+        return right(late, tol, hold)
 
     fails(cs.check_recovery, empty_is_late, match="nobody late")
     fails(cs.check_recovery, lambda *a: 0.0, match="which is the first|expected None")
+
+
+def test_recovery_against_one_level_fails_naming_the_window():
+    """The old rule, a level for all windows, is wrong, and the message says which window and
+    what the baseline held it to."""
+    right = solution("11_recovery")["recovery_s"]
+
+    def one_level(windows, tol, hold):
+        level = sorted(w["baseline_ttft_p95_s"] or 0.0 for w in windows)[len(windows) // 2]
+        return right([{**w, "baseline_ttft_p95_s": level} for w in windows], tol, hold)
+
+    text = fails(cs.check_recovery, one_level, match="not to one level")
+    assert "a burst in both runs" in text and "expected 10 s" in text
+    assert "returned 0 s" in text and "From there, the window from 0 s has p95 TTFT 0.5 s " \
+           "against the baseline's 0.28 s (at most 0.35 s within the margin)" in text
+
+    def pre_level(windows, tol, hold):      # exercise 11's old rule: the first window's level
+        if not windows:
+            return None
+        first = windows[0]
+        return right([{**w, "baseline_ttft_p95_s": first["baseline_ttft_p95_s"],
+                       "baseline_goodput_rps": first["baseline_goodput_rps"]} for w in windows],
+                     tol, hold)
+
+    text = fails(cs.check_recovery, pre_level, match="window from")
+    assert "expected" in text and "within the margin" in text
+
+
+def test_recovery_check_names_the_window_outside_the_margin():
+    right = solution("11_recovery")["recovery_s"]
+
+    def early(windows, tol, hold):      # one window too soon
+        got = right(windows, tol, hold)
+        return None if got is None else max(0.0, got - 10.0)
+
+    text = fails(cs.check_recovery, early, match="two slow windows")
+    assert "returned 10 s, expected 20 s" in text
+    assert "From there, the window from 10 s has p95 TTFT 0.5 s against the baseline's 0.28 s " \
+           "(at most 0.35 s within the margin)" in text and text.count("outside the margin.") == 1
+    text = fails(cs.check_recovery, lambda w, tol, hold: 5.0 if w else None,
+                 match="not the start of any window")
+
+
+def test_the_recovery_check_is_the_library_on_its_cases():
+    """Every case's answer is paired_recovery_from_series on the windows handed over, and the
+    simulated cases are paired_series of real runs with the verdicts taken out."""
+    cases = cs._recovery_cases()
+    assert len(cases) == cs.HAND_RECOVERY_CASES + 5
+    for windows, *_ in cases:
+        assert all(set(w) == set(cs.RECOVERY_KEYS) for w in windows)
+    simulated = [c for c in cases[cs.HAND_RECOVERY_CASES:]]
+    assert [cs._paired_want(w, t, h) for w, t, h, _ in simulated] == [10.0, 20.0, 50.0, 60.0,
+                                                                      None]
+    assert cs._recovery_cases() is cases        # built once: the same cases every time
 
 
 # ---------------------------------------------------------------- exercise 12: the router

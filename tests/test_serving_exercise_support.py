@@ -70,6 +70,40 @@ def test_recovery_from_a_plain_series_is_recovery_time():
                                 5.0, hold=2) == 10.0
 
 
+def test_paired_recovery_from_plain_windows_is_the_faults_recovery():
+    """Exercise 11's windows (paired_series less its verdicts) give, through
+    paired_recovery_from_series, the recovery fault_figures reads against the baseline."""
+    from schedatrix.classroom.checking.checks_serving import RECOVERY_KEYS, paired_windows
+    from schedatrix.serving.figures.recovery import (
+        fault_figures,
+        paired_recovery,
+        paired_recovery_from_series,
+    )
+    load = Load(rate_rps=8.0, input_len="lognormal:800,0.8", output_len="exp:120",
+                classes=[SLOClass("chat", 1.0, 0, 0.6, 0.05)])
+    fault = parse_fault("worker:0@300+60")
+    requests = generate(load, seed=1, duration_s=900)
+    baseline = simulate(requests, Design(replicas=3))
+    run = simulate(requests, Design(replicas=3), faults=[fault])
+    windows = paired_windows(run, baseline, fault.at_s)
+    assert windows and all(tuple(w) == RECOVERY_KEYS for w in windows)
+
+    def series(key):
+        return [math.nan if w[key] is None else w[key] for w in windows]
+    rec = paired_recovery_from_series([w["since_fault_s"] for w in windows],
+                                      series("ttft_p95_s"), series("goodput_rps"),
+                                      series("baseline_ttft_p95_s"),
+                                      series("baseline_goodput_rps"))
+    assert rec == paired_recovery(run, baseline, fault.at_s) \
+        == fault_figures(run, baseline)[0].recovery_s == 10.0
+    # the older rule reads this crash far later: the exercise's answer differs from it
+    assert fault_figures(run, baseline)[0].pre_level_recovery_s == 80.0
+    assert paired_recovery_from_series([0.0, 10.0, 20.0], [9.0, math.nan, 0.3], [5.0, 0.0, 4.0],
+                                       [0.2, math.nan, 0.25], [5.0, 0.0, 5.0], hold=2) == 10.0
+    assert paired_recovery_from_series([0.0, 10.0], [0.3, 0.3], [5.0, 5.0], [0.2, 0.2],
+                                       [5.0, 5.0], hold=1) is None
+
+
 def test_largest_batch_counts_whole_blocks_and_refuses_bad_input():
     assert largest_batch(1600, 100, 60) == 10
     assert largest_batch(1600, 100, 61) == 9

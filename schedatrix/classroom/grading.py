@@ -149,7 +149,7 @@ def check_log_figures(log_figures: Callable) -> None:
 
 
 def check_recovery(recovery_s: Callable) -> None:
-    """Exercise 11: ``recovery_s(windows, pre_ttft_p95_s, pre_goodput_rps, tolerance, hold)``."""
+    """Exercise 11: ``recovery_s(windows, tolerance, hold)``, against the paired baseline."""
     __tracebackhide__ = True
     run_check("check_recovery", recovery_s=recovery_s)
 

@@ -126,9 +126,13 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
               ("schedatrix.serving.figures.metrics:figures",
                "schedatrix.serving.figures.metrics:gap_quantiles")),
     )),
-    Exercise("11_recovery", "recovery time from a time series", (
+    Exercise("11_recovery", "recovery time against the paired baseline", (
         Check("check_recovery", ("recovery_s",),
-              ("schedatrix.serving.figures.recovery:recovery_from_series",
+              ("schedatrix.serving.figures.recovery:paired_recovery_from_series",
+               "schedatrix.serving.figures.recovery:within_margin",
+               "schedatrix.serving.figures.recovery:_first_held",
+               "schedatrix.serving.figures.recovery:paired_recovery",
+               "schedatrix.serving.figures.recovery:recovery_from_series",
                "schedatrix.serving.figures.recovery:recovery_time")),
     )),
     Exercise("12_router", "a router graded on a prefix-heavy load", (

@@ -19,11 +19,12 @@ lesson 11's fleet a node failure losing 243 to 340 requests' SLOs recovers in 40
 the 70 s floor of seeds 5 and 8). A baseline on which that rule never settles gives no floor
 ("never"), and the paired recovery time stands on its own.
 
-**Recovery against the pre-fault level** (the older rule, kept for exercise 11 and reported
-beside the paired one): from a fault until the windowed p95 TTFT and goodput are back within
-``tolerance`` of their pre-fault level (p95 TTFT at most ``1 + tolerance`` times it, goodput at
-least ``1 - tolerance`` times it) and stay there for ``hold`` windows; the pre-fault level is
-measured over the ``before_s`` seconds before the fault.
+**Recovery against the pre-fault level** (the older rule, reported beside the paired one;
+exercise 11 asks for the paired rule, :func:`paired_recovery_from_series`): from a fault until
+the windowed p95 TTFT and goodput are back within ``tolerance`` of their pre-fault level (p95
+TTFT at most ``1 + tolerance`` times it, goodput at least ``1 - tolerance`` times it) and stay
+there for ``hold`` windows; the pre-fault level is measured over the ``before_s`` seconds
+before the fault.
 
 In every window a request that failed counts as an infinitely late one in its window's p95 TTFT.
 Goodput is requests ending within their class's SLOs (all completed requests when no class has
