@@ -35,7 +35,7 @@ def execute(path: Path, timeout: int) -> tuple[float, int]:
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    changed = sum(a != b for a, b in zip(before, _outputs(nb)))
+    changed = sum(a != b for a, b in zip(before, _outputs(nb), strict=False))
     nbformat.write(nb, path)
     return seconds, changed
 
