@@ -1269,7 +1269,8 @@ def test_12_the_record_shows_the_recovery_and_its_noise_floor():
     crash, drain = crash.split(", "), drain.split(", ")
     assert len(crash) == len(drain) == 14
     says("12", "0 s in most runs, but 30 s and 70 s in 4 x TP1's sixth and fourteenth, where the "
-               "load bursts after 120 s")
+               "run without the fault strays from its own earlier level after 120 s")
+    says("12", "(against the baseline the crash recovers in 10 s in both)")
     floors = [re.search(r"floor (\d+) s", c).group(1) for c in crash]
     assert (floors[5], floors[13]) == ("30", "70") and floors.count("0") > 7
     assert all(c.startswith("10 s") for k, c in enumerate(crash) if k in (5, 13))
