@@ -320,7 +320,8 @@ def folded_answers(lesson: str) -> list[tuple[str, str]]:
 def test_a_folded_answer_states_what_its_code_prints(lesson):
     """A folded answer is Markdown, which nbval does not run: this runs its code (it stands
     alone, imports and all) and holds the text under it to what it prints. (Lesson 12's asks
-    for seeds 0, 0-2 and 0-4 of one scenario, 96 runs of which 48 differ: the memo of runs,
+    for seeds 0 and 0-2 of the example's four designs and 0-13 of two, decided on the share of
+    runs that meet: 88 runs of which 68 differ, and the memo of runs,
     ``schedatrix.serving.sim.memo``, simulates each once.)"""
     import contextlib
     import io

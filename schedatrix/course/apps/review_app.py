@@ -25,6 +25,7 @@ from ...examples import path as example_path
 from ...serving.scenarios.scenario import Scenario, load_scenario
 from ...serving.studies.accept import Accepted, accept, chosen
 from ...serving.studies.acceptance import interval
+from ...serving.studies.run_share import fewest_runs
 
 __all__ = ["ReviewApp", "review_app", "EXAMPLE", "NO_LIMIT", "recovery_choices"]
 
@@ -62,9 +63,11 @@ class ReviewApp:
             "designs": widgets.SelectMultiple(options=names, value=tuple(names),
                                               rows=min(6, len(names)), description="Designs",
                                               style=style),
-            # a fixed count of seeds, each a click (runs = "auto" starts from 3 seeds here)
+            # a fixed count of seeds, each a click (runs = "auto" starts from 3 seeds here);
+            # up to the fewest runs that can accept at the scenario's run_share (14 at 0.8)
             "seeds": widgets.IntSlider(value=self.scenario.runs if isinstance(
-                self.scenario.runs, int) else 3, min=1, max=6,
+                self.scenario.runs, int) else 3, min=1, max=max(24, fewest_runs(
+                    self.scenario.criteria.run_share, self.scenario.criteria.confidence)),
                                        description="Seeds", style=style,
                                        continuous_update=False),
             "max_recovery": widgets.Dropdown(options=recovery_choices(limit),
