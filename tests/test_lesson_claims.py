@@ -342,6 +342,7 @@ def test_a_folded_answer_states_what_its_code_prints(lesson):
 
 def test_06_what_the_simulator_says_of_each_pool():
     from schedatrix.audit import packaged_hour, parse_note, run_audit, tally_traces
+    from schedatrix.audit.audit import Settings
     nb = json.loads(next(NOTEBOOKS.glob("06_*.ipynb")).read_text())
     note_text = next("".join(c["source"]) for c in nb["cells"]
                      if "".join(c["source"]).startswith("NOTE = "))
@@ -350,13 +351,18 @@ def test_06_what_the_simulator_says_of_each_pool():
     hour = packaged_hour()
     a = run_audit(tally_traces(blank, [(hour["large"], "large"), (hour["small"], "small")]))
     small, large = a.pool("small"), a.pool("large")
-    says("06", "More than twice the owner's figure")
-    assert small.replica_rps_source == "simulated" and small.replica_rps > 2 * 6
+    says("06", "Well above the owner's figure, even with the hour's swings")
+    assert small.replica_rps_source == "simulated" and small.replica_rps > 1.5 * 6
     # the figure the lesson prints (nbval holds it) and docs/audit.md quotes, at steady state
     assert f"small: {small.replica_rps:.3g} requests/s per replica, simulated" == \
-        "small: 14.7 requests/s per replica, simulated"
+        "small: 10.4 requests/s per replica, simulated"
     audit_md = " ".join((NOTEBOOKS.parent / "docs" / "audit.md").read_text().split())
-    assert "A100) 14.7 requests/s within TTFT p99 < 1 s" in audit_md
+    assert "A100) 10.4 requests/s within TTFT p99 < 1 s" in audit_md
+    # the swings' cost: the same replica at one steady rate
+    says("06", "served at one steady rate, the same replica reads about 40% more")
+    steady = run_audit(tally_traces(blank, [(hour["large"], "large"), (hour["small"], "small")]),
+                       Settings(drift=False)).pool("small")
+    assert 1.35 < steady.replica_rps / small.replica_rps < 1.45
     says("06", "The large pool can't be simulated at all: at 16-bit weights a 70B model needs "
                "more memory than two A100s hold")
     assert large.replica_rps_source == "assumed" and "does not fit" in large.replica_rps_basis
