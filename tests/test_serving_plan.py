@@ -251,3 +251,31 @@ def test_a_plan_reuses_the_searches_it_has_made_and_says_the_same(monkeypatch):
     other = pool_from_dict({**_with(2), "pool": {**_with(2)["pool"], "seed": 4}})
     plan(other)
     assert len(runs) > first                         # another seed is another search
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_a_random_pools_verdicts_hold_over_3000_requests(seed):
+    """Issue 33: on random small pools (models, rates, lengths and SLOs drawn), each placed
+    model said to meet its SLOs still meets them when its design serves 3,000+ requests at the
+    planned rate: the planner judged it at steady state, not on a transient."""
+    from schedatrix.serving.figures.metrics import met_slo
+    from schedatrix.serving.studies.steady import steady_run
+
+    r = np.random.default_rng(seed)
+    models = []
+    for k in range(2):
+        model = ("llama-3.2-3b", "llama-3.1-8b")[int(r.integers(2))]
+        models.append({"name": f"m{k}", "model": model, "rate": float(r.choice([2, 4, 8])),
+                       "input_len": str(int(r.choice([256, 512, 1024]))),
+                       "output_len": str(int(r.choice([64, 128]))),
+                       "ttft_s": float(r.choice([0.5, 1.0])), "tpot_s": 0.05})
+    spec = pool_from_dict({"pool": {"gpu": "h100-80gb", "count": 8, "requests": 1000,
+                                    "seed": seed}, "models": models})
+    result = plan(spec)
+    placed = [m for m in result.models if m.option is not None and m.meets]
+    assert placed, plan_lines(result)
+    for m in placed:
+        long = steady_run(m.option.design, m.spec.load, spec.pool.seed,
+                          max(3000, 2 * m.goodput.requests))
+        assert long.requests >= 3000 and long.settled
+        assert long.share(met_slo(long.run)) >= spec.pool.attainment, (seed, m.spec.name)
