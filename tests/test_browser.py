@@ -216,7 +216,10 @@ def test_lessons_opened_without_running_show_their_month(browser, lab):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)
     try:
-        for name, needles in (("00_walkthrough", ("$27,170", "10 of 16", "One fleet month")),
+        # each needle waited for: "Answers" is the walkthrough's last cell, so the test never
+        # reads the page before the later cells rendered (a loaded machine renders slowly)
+        for name, needles in (("00_walkthrough", ("$27,170", "10 of 16", "One fleet month",
+                                                  "Answers")),
                               ("05_drills", ("Drill 2 (lottery seed", "Q5."))):
             page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?reset&token={token}",
                       wait_until="domcontentloaded")
