@@ -158,7 +158,7 @@ def test_the_example_places_three_models_on_20_h100s_and_holds_at_steady_state()
         share = long.share(met_slo(long.run))
         assert share >= spec.pool.attainment, (m.spec.name, share)
     two = _cli(str(path), "--gpus", "2", "--quiet")
-    assert two.returncode == 0 and not two.stderr.strip(), two.stderr
+    assert two.returncode == 1 and not two.stderr.strip(), two.stderr     # a verdict of no
     assert "no placement fits in 2 x h100-80gb" in two.stdout
     assert "cannot be served" in two.stdout and "the smallest budget that would" in two.stdout
     need = int(two.stdout.split("would: ")[1].split(" x ")[0])

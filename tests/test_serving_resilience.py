@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -368,3 +369,29 @@ def test_more_runs_do_not_refuse_the_example_s_design_that_the_every_run_rule_re
     assert three.status == twelve.status == "undecided" and twelve.reasons() == []
     width = {n: a.fault_decision.high - a.fault_decision.low for n, a in by.items()}
     assert width[12] < width[3]
+
+
+def test_accept_exits_1_when_no_design_is_accepted(tmp_path, capsys):
+    """Exit statuses mean something (issue 35): 0 a design chosen, 1 none accepted, 2 bad
+    input. One replica at 12 requests/s misses the chat SLO in every run: refused."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text("""
+[load]
+rate = 12
+duration = 60
+input_len = "lognormal:600,0.5"
+output_len = "lognormal:100,0.5"
+[[classes]]
+name = "chat"
+ttft_s = 0.5
+tpot_s = 0.05
+[[designs]]
+replicas = 1
+[acceptance]
+runs = 3
+""")
+    code = main(["serving", "accept", str(scenario), "--out", str(tmp_path / "acc"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1 and "no design is accepted" in out and "not accepted" in out
+    code = main(["serving", "accept", str(scenario), "--out", str(tmp_path / "acc"), "--json"])
+    assert code == 1 and json.loads(capsys.readouterr().out)["chosen"] is None

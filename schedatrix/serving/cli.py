@@ -21,6 +21,11 @@ from .perf.catalog import DTYPES, GPUS, MODELS
 
 __all__ = ["add_serving_parser"]
 
+#: Exit statuses of the commands that end in a verdict (``serving plan``, ``serving accept``):
+#: 0 a yes (a placement fits, a design is chosen), 1 a no (nothing fits; no design accepted,
+#: refused or still undecided); bad input exits 2, as everywhere.
+VERDICT_YES, VERDICT_NO = 0, 1
+
 
 def _positive(kind, flag):
     def parse(text):
@@ -175,7 +180,9 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                        description="Run a scenario's designs over seeds, without and with its "
                                    "fault schedule, judge them by the acceptance criteria, and "
                                    "write the decision record and the operations and recovery "
-                                   "runbook (Markdown, PNG, JSON) into --out.")
+                                   "runbook (Markdown, PNG, JSON) into --out. Exit status 0 "
+                                   "when a design is chosen, 1 when none is accepted (refused "
+                                   "or undecided), 2 on bad input.")
     p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
     _add_scenario_flags(p)
     p.set_defaults(func=_cmd_accept, out_default="accept-report")
@@ -236,7 +243,8 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                                    "found by simulation and DistServe's goodput search, the "
                                    "cheapest combination within the GPU count, each model's "
                                    "headroom and which breaks first; or why nothing fits and "
-                                   "the smallest count that would.")
+                                   "the smallest count that would. Exit status 0 when a "
+                                   "placement fits, 1 when none does, 2 on bad input.")
     p.add_argument("pool", metavar="POOL.toml", help="a pool file (schedatrix/examples/"
                                                      "serving-plan.toml)")
     p.add_argument("--gpus", type=_positive(int, "--gpus"), metavar="N",
@@ -482,15 +490,15 @@ def _cmd_plan(args) -> int:
     if args.drift is False:
         import dataclasses
         spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, drift=False))
-    with tqdm(desc="plan", unit="search", disable=args.json or args.quiet, file=sys.stderr,
-              mininterval=1.0) as bar:
+    with tqdm(desc="plan", unit=" searches", disable=args.json or args.quiet,
+              file=sys.stderr, mininterval=1.0) as bar:
         result = plan(spec, on_progress=lambda text: (bar.set_postfix_str(text[:40]),
                                                       bar.update()))
     if args.json:
         print(json.dumps(plan_json(result), allow_nan=False))
     else:
         print("\n".join(plan_lines(result)))
-    return 0
+    return VERDICT_YES if result.fits else VERDICT_NO
 
 
 def _cmd_run(args) -> int:
@@ -590,10 +598,11 @@ def _cmd_accept(args) -> int:
     paths = write_accept_report(results, out, scenario.source or "(flags)",
                                 scenario.load.describe(), scenario.criteria,
                                 scenario.fault_criteria, synthetic)
+    pick = chosen(results)
+    code = VERDICT_YES if pick else VERDICT_NO
     if args.json:
         print(json.dumps(accept_json(results), allow_nan=False))
-        return 0
-    pick = chosen(results)
+        return code
     for a in results:
         print(f"  {a.design.name}: {_acceptance(a)}")
     print()
@@ -604,7 +613,7 @@ def _cmd_accept(args) -> int:
     else:
         print("no design is accepted")
     print(f"decision record: {paths[0]}\nrunbook: {paths[1]}")
-    return 0
+    return code
 
 
 def _cmd_compare(args) -> int:
