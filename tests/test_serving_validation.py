@@ -290,3 +290,22 @@ def test_the_flags_and_the_toml_keys_set_the_same_design(tmp_path):
     bad.write_text(scenario.read_text().replace("cuda_graphs = false", 'cuda_graphs = "no"'))
     done = run_in_process("serving", "run", str(bad))
     assert done.returncode == 2 and "cuda_graphs" in done.stderr
+
+
+def test_serving_capacity_writes_what_its_out_promises(tmp_path):
+    """--out writes report.md, a PNG and result.json, as its help says (issue 35); result.json
+    is the --json object."""
+    args = ("serving", "capacity", "--model", "llama-3.2-3b", "--gpu", "h100-80gb", "--rate",
+            "2", "--input-len", "512", "--output-len", "64", "--slo-ttft", "0.5", "--slo-tpot",
+            "0.05", "--requests", "1000")
+    done = run_in_process(*args, "--out", str(tmp_path / "cap"))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "cap").iterdir()) == \
+        ["capacity.png", "report.md", "result.json"]
+    written = json.loads((tmp_path / "cap" / "result.json").read_text())
+    printed = json.loads(run_in_process(*args, "--json").stdout)
+    assert written == printed and written["max_rate_rps"] > 0
+    report = (tmp_path / "cap" / "report.md").read_text()
+    assert "goodput (DistServe)" in report and "capacity.png" in report
+    assert report.count("| yes |") + report.count("| no |") == len(written["tried"])
+    assert (tmp_path / "cap" / "capacity.png").read_bytes()[:4] == b"\x89PNG"

@@ -448,31 +448,39 @@ def _cmd_capacity(args) -> int:
     good = goodput_capacity(design, scenario.load, args.attainment, requests=requests,
                             seed=scenario.seed, drift=args.drift)
     slos = sorted({(c.ttft_s, c.tpot_s) for c in scenario.load.classes})
-    if args.json:
-        print(json.dumps({
-            "design": design.name, "gpus": design.gpus, "load": scenario.load.describe(),
-            "attainment": good.attainment, "max_rate_rps": good.max_rate_rps,
-            "rate_per_gpu": good.rate_per_gpu, "attained": good.attained,
-            "slos": [{"ttft_s": t, "tpot_s": p} for t, p in slos],
-            "requests_per_rate": requests, "requests_at_capacity": good.requests,
-            "drift": good.drift, "seed": scenario.seed,
-            "tried": [{"rate_rps": r, "attained": a, "passed": ok} for r, a, ok in good.tried],
-            "goodput_definition": "DistServe: the highest request rate at which the attainment "
-                                  "share of requests meets every SLO"}, allow_nan=False))
-        return 0
+    data = {
+        "design": design.name, "gpus": design.gpus, "load": scenario.load.describe(),
+        "attainment": good.attainment, "max_rate_rps": good.max_rate_rps,
+        "rate_per_gpu": good.rate_per_gpu, "attained": good.attained,
+        "slos": [{"ttft_s": t, "tpot_s": p} for t, p in slos],
+        "requests_per_rate": requests, "requests_at_capacity": good.requests,
+        "drift": good.drift, "seed": scenario.seed,
+        "tried": [{"rate_rps": r, "attained": a, "passed": ok} for r, a, ok in good.tried],
+        "goodput_definition": "DistServe: the highest request rate at which the attainment "
+                              "share of requests meets every SLO"}
     slo_text = "; ".join(", ".join(x for x in (f"TTFT <= {t:g} s" if t is not None else "",
                                                f"TPOT <= {p:g} s" if p is not None else "") if x)
                          for t, p in slos)
-    print(f"design: {design.name} ({_gpus(design.gpus)})")
-    print(f"load: {scenario.load.describe()}")
-    print(f"SLOs: {slo_text}; attainment {good.attainment:.0%}")
+    lines = [f"design: {design.name} ({_gpus(design.gpus)})",
+             f"load: {scenario.load.describe()}",
+             f"SLOs: {slo_text}; attainment {good.attainment:.0%}"]
     if good.max_rate_rps == 0:
-        print("goodput (DistServe): 0: even a rate of 0.001 request/s misses the attainment")
+        lines.append("goodput (DistServe): 0: even a rate of 0.001 request/s misses the "
+                     "attainment")
+    else:
+        drift = "" if good.drift else " (drift dropped: --no-drift)"
+        lines.append(f"goodput (DistServe): {good.max_rate_rps:.3g} requests/s "
+                     f"({good.rate_per_gpu:.3g} per GPU), {good.attained:.1%} within every SLO "
+                     f"there{drift}, at steady state ({good.requests:,} requests)")
+    if args.out:
+        from .reports.capacity_report import write_capacity_report
+        write_capacity_report(args.out, data, lines)
+    if args.json:
+        print(json.dumps(data, allow_nan=False))
         return 0
-    drift = "" if good.drift else " (drift dropped: --no-drift)"
-    print(f"goodput (DistServe): {good.max_rate_rps:.3g} requests/s "
-          f"({good.rate_per_gpu:.3g} per GPU), {good.attained:.1%} within every SLO there"
-          f"{drift}, at steady state ({good.requests:,} requests)")
+    print("\n".join(lines))
+    if args.out:
+        print(f"report: {args.out}")
     return 0
 
 
