@@ -294,7 +294,10 @@ def evaluate(design: Design, make_requests: Callable[[int], Requests], runs: int
     criteria = criteria or Criteria()
     first = make_requests(seed)
     out = Outcome(design, first.classes, criteria, first.synthetic, seed=seed)
-    if not first.synthetic:
+    # a replayed trace (at any speed, real or the package's generated hour) or any load that
+    # is real traffic is the same every seed: one run, its verdict exact
+    replayed = bool(first.meta) and first.meta.get("trace") is not None
+    if replayed or not first.synthetic:
         out.deterministic = True
         more_runs(out, make_requests, 1, implementation, on_run, keep, first)
         return out
