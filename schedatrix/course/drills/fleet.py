@@ -31,8 +31,9 @@ from ...errors import InputError
 from ...fleet.cards import CARD_CLASSES, card_class
 from ...fleet.month import Month, simulate
 from ...fleet.plan import Plan
-from .fleet_bank import KINDS, LOOKUPS, Question
+from .fleet_bank import KINDS, LOOKUPS
 from .kit import draw_kinds, find_words, format_drill_set
+from .question import Question, by_id
 
 __all__ = ["Question", "Drill", "QUESTION_KINDS", "KNOB_NAMES", "MONTH_KINDS", "PER_DRILL",
            "MAX_LOOKUPS", "drill", "drill_set", "format_drill_set", "number_tokens", "leaks"]
@@ -105,11 +106,7 @@ class Drill:
                 f"--window {p.window} --evict-share {100 * p.evict_share:g} --seed {p.seed}")
 
     def question(self, question_id: str) -> Question:
-        for q in self.questions:
-            if q.id == question_id:
-                return q
-        raise InputError(f"question_id must be one of this drill's "
-                         f"{', '.join(q.id for q in self.questions)}, got {question_id!r}")
+        return by_id(self.questions, question_id)
 
     def check(self, question_id: str, answer) -> tuple[bool, str]:
         """Grade a typed answer: ``(ok, feedback)``. A wrong answer's feedback says which way

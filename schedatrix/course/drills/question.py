@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Question", "GRADINGS", "RULES"]
+from ...errors import InputError
+
+__all__ = ["Question", "GRADINGS", "RULES", "by_id"]
 
 #: The rules, one per kind of answer.
 RULES = ("exact", "tolerance", "set")
@@ -94,3 +96,12 @@ class Question:
             return f"{self.answer:,.3g}{unit}" if self.answer < 100 else \
                 f"{self.answer:,.0f}{unit}"
         return str(self.answer)
+
+
+def by_id(questions, question_id: str) -> Question:
+    """The drill's question ``question_id``; an unknown id is refused naming the drill's ids."""
+    for q in questions:
+        if q.id == question_id:
+            return q
+    raise InputError(f"question_id must be one of this drill's "
+                     f"{', '.join(q.id for q in questions)}, got {question_id!r}")

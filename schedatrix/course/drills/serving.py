@@ -40,7 +40,7 @@ from ...serving.perf.model import PerfModel, allowed_tp
 from . import expert as expert_drills
 from . import system as system_drills
 from .kit import draw_kinds, find_words, format_drill_set
-from .question import Question
+from .question import Question, by_id
 
 __all__ = ["Question", "ServingDrill", "SERVING_KINDS", "SLO_KNOBS", "PER_DRILL",
            "USABLE_SHARE", "RESERVE_GB", "HBM_SHARE", "BLOCK_TOKENS", "MAX_BATCH",
@@ -434,11 +434,7 @@ class ServingDrill:
         return f"Serving drill {self.number} (seed 'schedatrix-serving-drill-{self.number}')"
 
     def question(self, question_id: str) -> Question:
-        for q in self.questions:
-            if q.id == question_id:
-                return q
-        raise InputError(f"question_id must be one of this drill's "
-                         f"{', '.join(q.id for q in self.questions)}, got {question_id!r}")
+        return by_id(self.questions, question_id)
 
     def check(self, question_id: str, answer) -> tuple[bool, str]:
         """Grade a typed answer: ``(ok, feedback)``."""
