@@ -19,7 +19,9 @@ README = (ROOT / "README.md").read_text()
 #: The subcommands whose README examples run on what a clone holds (serve runs a server; grade
 #: needs a class's submissions). The serving examples replay the packaged hour (issue 19: they
 #: named a trace a clone lacks).
-FROM_A_CLONE = ("month", "presets", "odds", "audit", "drills", "serving")
+FROM_A_CLONE = ("month", "presets", "odds", "examples", "audit", "drills", "serving")
+#: The folder the README's `schedatrix examples` line writes, which its later commands read.
+COPIED = "examples"
 
 
 def _commands() -> list[list[str]]:
@@ -49,25 +51,38 @@ def _expected_status(argv: list[str]) -> int:
 def test_the_readme_has_the_examples():
     names = [argv[0] for argv in _commands()]
     assert {"month", "presets", "odds", "audit", "serving"} <= set(names)
+    # the examples are copied out first; every later command reads the copies
+    assert names.index("examples") < names.index("audit")
+    assert ["examples", COPIED] in _commands()
     traces = [argv[argv.index(a) + 1] for argv in _commands() for a in argv if a == "--trace"]
-    assert traces and all((ROOT / t).is_file() for t in traces), traces
+    assert traces and all(t.startswith(COPIED + "/") for t in traces), traces
+
+
+@pytest.fixture(scope="module")
+def copied(tmp_path_factory):
+    """A folder of a user's own where the README's `schedatrix examples` line has run."""
+    home = tmp_path_factory.mktemp("user")
+    r = run_in_process("examples", COPIED, cwd=home)
+    assert r.returncode == 0, r.stderr
+    return home
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("argv", _commands(), ids=lambda a: " ".join(a)[:60])
-def test_each_example_runs_from_a_clone(argv, tmp_path):
-    # every report goes into tmp_path, none into the clone
+def test_each_example_runs_from_a_clone(argv, tmp_path, copied):
+    # run where the examples were copied (as a user would, clone or wheel); every report goes
+    # into tmp_path, none into the clone
     expected = _expected_status(argv)
     argv = [str(tmp_path / a) if k and argv[k - 1] == "--out" else a
             for k, a in enumerate(argv)]
     if "--workers" in argv:
         # its worker processes start from a process of its own, not from a pytest worker's
-        r = subprocess.run([sys.executable, "-m", "schedatrix", *argv], cwd=ROOT,
+        r = subprocess.run([sys.executable, "-m", "schedatrix", *argv], cwd=copied,
                            capture_output=True, text=True, timeout=600)
     else:
         # the command line's own code in this process (conftest: what only a process shows,
         # the console script and its exit status, is tested in test_cli)
-        r = run_in_process(*argv, cwd=ROOT)
+        r = run_in_process(*argv, cwd=copied)
     assert r.returncode == expected, r.stderr
     if argv[:3] == ["month", "--preset", "bargain-shortfall"]:
         # the README's comment: the shortfall story's own figure
@@ -79,3 +94,9 @@ def test_no_example_names_a_file_a_clone_lacks():
     named = r"(?<![\w/])(?:schedatrix/examples|schedatrix/data|docs)/[\w./-]+\.\w+"
     for path in re.findall(named, README):
         assert (ROOT / path).exists(), path
+    # a command's file under the copied folder is one `schedatrix examples` writes
+    from schedatrix import examples
+    for argv in _commands():
+        for a in argv:
+            if a.startswith(COPIED + "/"):
+                assert a.removeprefix(COPIED + "/") in examples.names(), a

@@ -100,3 +100,18 @@ def test_lesson_12_runs_from_a_folder_outside_the_repository(installed):
     errors, where = json.loads(done.stdout.strip().splitlines()[-1])
     assert errors == 0
     assert str(ROOT) not in where and "venv" in where  # the kernel ran the wheel's package
+
+
+def test_the_readmes_examples_run_from_the_wheel(installed):
+    # issue 35: the audit, `serving run --trace` and `serving fit` named schedatrix/data/...,
+    # which only a clone has; every README command now reads what `schedatrix examples` copies
+    from test_readme import _commands, _expected_status
+
+    home = installed["away"] / "readme"
+    home.mkdir()
+    for argv in _commands():
+        expected = _expected_status(argv)
+        argv = [str(home / "out" / a) if k and argv[k - 1] == "--out" else a
+                for k, a in enumerate(argv)]
+        done = _run([installed["bin"] / "schedatrix", *argv], cwd=home, timeout=900)
+        assert done.returncode == expected, (argv, done.stderr[-1500:])
