@@ -16,12 +16,16 @@ exercise whose check cells match the registry (:mod:`.exercises`).
 
 ``--release DIR`` writes what a class receives: the exercises, the lessons (``notebooks/``)
 and ``examples/`` (the package's example files), with a short README; never ``solutions/``.
+Where the lessons and solutions sit in a git checkout, the release is refused while any of
+their notebooks differ from the committed ones (JupyterLab's autosave writes a half-run lesson
+while someone browses it), naming the files: a class gets what was committed and tested.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 from pathlib import Path
 
 from ...errors import InputError
@@ -40,6 +44,7 @@ __all__ = [
     "render",
     "make_exercises",
     "write_release",
+    "uncommitted",
     "add_release_parser",
 ]
 
@@ -198,7 +203,10 @@ Install the course once (Python 3.11 or newer), from the package your instructor
 
     python3 -m venv .venv
     .venv/bin/pip install "schedatrix[course,test]"   # or the wheel file you were given
-    .venv/bin/jupyter lab notebooks/00_walkthrough.ipynb
+    .venv/bin/jupyter lab --ServerApp.root_dir=. notebooks/00_walkthrough.ipynb
+
+(run from this folder: JupyterLab's file browser then holds `notebooks/`, `exercises/` and
+`examples/`, with the walkthrough open first).
 
 Check an exercise yourself after running all its cells and saving it:
 
@@ -207,6 +215,27 @@ Check an exercise yourself after running all its cells and saving it:
 Hand in the saved notebooks under their own names (`01_score.ipynb`, ...). Your instructor
 grades each one in a sandbox with `schedatrix grade`.
 """
+
+
+def uncommitted(*folders: Path | str) -> list[str]:
+    """The notebooks under ``folders`` that differ from git's committed versions (changed,
+    or not committed at all), as git names them; [] where the folders are not in a git
+    checkout (a release built from a folder of one's own) or git is not installed."""
+    found: list[str] = []
+    for folder in folders:
+        folder = Path(folder)
+        try:
+            r = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--",
+                                "."], cwd=folder, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return []
+        if r.returncode != 0:           # not a git checkout
+            continue
+        for line in r.stdout.splitlines():
+            name = line[3:].strip().strip('"')
+            if name.endswith(".ipynb") and ".ipynb_checkpoints" not in name:
+                found.append(name)
+    return sorted(set(found))
 
 
 def write_release(target: Path | str, solutions: Path | str = "solutions",
@@ -225,6 +254,12 @@ def write_release(target: Path | str, solutions: Path | str = "solutions",
     lessons = Path(notebooks)
     if not lessons.is_dir():
         raise InputError(f"--notebooks must be the folder of lessons, got {str(lessons)!r}")
+    dirty = uncommitted(lessons, solutions) if Path(solutions).is_dir() else []
+    if dirty:
+        raise InputError(f"--release: {len(dirty)} notebook(s) differ from git: "
+                         f"{', '.join(dirty[:6])}{' ...' if len(dirty) > 6 else ''}; a class "
+                         "gets the committed lessons: commit them, or restore them with "
+                         "git checkout -- FILE")
     make_exercises(solutions, out / "exercises")
     shutil.copytree(lessons, out / "notebooks",
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
