@@ -279,3 +279,38 @@ def test_a_random_pools_verdicts_hold_over_3000_requests(seed):
                           max(3000, 2 * m.goodput.requests))
         assert long.requests >= 3000 and long.settled
         assert long.share(met_slo(long.run)) >= spec.pool.attainment, (seed, m.spec.name)
+
+
+# -- issue 35: every field's type checked, names printable, one bound ----------------------------
+def _example_dict():
+    import tomllib
+    return tomllib.loads(examples.path("serving-plan.toml").read_text())
+
+
+@pytest.mark.parametrize("where, value", [
+    (("pool", "gpu"), {"x": 1}), (("pool", "gpu"), [[1]]), (("pool", "count"), [[4]]),
+    (("pool", "count"), "20"), (("models", 0, "model"), ["llama-3.1-8b"]),
+    (("models", 0, "model"), {"x": 1}), (("models", 0, "dtype"), {"x": 1}),
+    (("models", 0, "dtype"), [["fp8"]]), (("models", 0, "name"), ["chat"]),
+    (("models", 0, "rate"), [30]), (("models", 0, "input_len"), [800]),
+    (("models", 0, "name"), "a\nb"), (("models", 0, "name"), "\x1b[31mred"),
+])
+def test_a_field_of_the_wrong_type_is_refused_in_one_line(where, value):
+    data = _example_dict()
+    node = data
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = value
+    with pytest.raises(InputError) as e:
+        pool_from_dict(data, source="pool.toml")
+    text = str(e.value)
+    assert "\n" not in text and "\x1b" not in text and str(where[-1]) in text
+
+
+def test_gpus_and_count_share_one_bound(tmp_path):
+    data = _example_dict()
+    data["pool"]["count"] = 100_001
+    with pytest.raises(InputError, match="count"):
+        pool_from_dict(data)
+    r = _cli(str(examples.path("serving-plan.toml")), "--gpus", "100001")
+    assert r.returncode == 2 and "100,000" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -486,9 +486,12 @@ def _cmd_capacity(args) -> int:
 
 def _cmd_plan(args) -> int:
     from .reports.plan_report import plan_json, plan_lines
-    from .studies.plan import load_pool, plan
+    from .studies.plan import MAX_POOL_GPUS, load_pool, plan
     spec = load_pool(args.pool)
     if args.gpus is not None:
+        if args.gpus > MAX_POOL_GPUS:
+            raise InputError(f"--gpus {args.gpus}: at most {MAX_POOL_GPUS:,} GPUs, the bound "
+                             "of a pool file's count")
         if len(spec.pool.kinds) != 1:
             raise InputError(f"--gpus {args.gpus}: the pool has two kinds of GPU; set each "
                              "count in the file")

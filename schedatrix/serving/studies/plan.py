@@ -83,7 +83,10 @@ from .capacity import Goodput, goodput_capacity
 from .steady import MIN_REQUESTS, check_requests, steady_run
 
 __all__ = ["Pool", "ModelLoad", "PoolFile", "Option", "ModelPlan", "Plan", "load_pool",
-           "pool_from_dict", "plan", "packs"]
+           "pool_from_dict", "plan", "packs", "MAX_POOL_GPUS"]
+
+#: The most GPUs a pool may hold, by a file's ``count`` or by ``serving plan --gpus``.
+MAX_POOL_GPUS = 100_000
 
 _POOL_KEYS = {"gpu", "count", "attainment", "requests", "seed", "splits", "drift"}
 _MODEL_KEYS = {"name", "model", "rate", "burstiness", "input_len", "output_len", "lengths_from",
@@ -267,12 +270,12 @@ def _pool(p: dict, where: str) -> Pool:
         raise InputError(f"{where}gpu and count: one kind and its count, or two kinds and two "
                          f"counts; got gpu = {p['gpu']!r}, count = {p['count']!r}")
     for k in kinds:
-        if k not in GPUS:
+        if not isinstance(k, str) or k not in GPUS:
             raise InputError(f"{where}gpu: unknown GPU {k!r}; allowed: {', '.join(GPUS)}")
     if len(set(kinds)) != len(kinds):
         raise InputError(f"{where}gpu: {kinds[0]!r} twice; give two different kinds")
     try:
-        counts = [check_int("count", c, 1, 100_000) for c in counts]
+        counts = [check_int("count", c, 1, MAX_POOL_GPUS) for c in counts]
         attainment = check_real("attainment", p.get("attainment", 0.9), 0.0, 1.0,
                                 low_open=True)
         requests = check_requests(p.get("requests", MIN_REQUESTS), "requests")
@@ -290,11 +293,13 @@ def _pool(p: dict, where: str) -> Pool:
 def _model(t: dict, k: int, base: Path | None, where: str) -> ModelLoad:
     unknown(t, _MODEL_KEYS, where)
     name = t.get("model")
-    if name not in MODELS:
+    if not isinstance(name, str) or name not in MODELS:
         raise InputError(f"{where}model: {name!r}; allowed: {', '.join(MODELS)}")
     label = t.get("name", name)
-    if not isinstance(label, str) or not label.strip():
-        raise InputError(f"{where}name: {label!r}; must be a name")
+    if not isinstance(label, str) or not label.strip() or not label.isprintable() \
+            or len(label) > 64:
+        raise InputError(f"{where}name: {label!r}; must be a name of printable characters "
+                         "(no newlines or escape sequences), at most 64")
     where = f"{where}({label}) "
     if "ttft_s" not in t and "tpot_s" not in t:
         raise InputError(f"{where}needs an SLO: ttft_s and/or tpot_s (seconds)")
@@ -308,7 +313,8 @@ def _model(t: dict, k: int, base: Path | None, where: str) -> ModelLoad:
         raise InputError(f"{where}{e}") from None
     dtypes = t.get("dtype", "bf16")
     dtypes = tuple(dtypes) if isinstance(dtypes, list) else (dtypes,)
-    if not dtypes or any(d not in DTYPES for d in dtypes) or len(set(dtypes)) != len(dtypes):
+    if not dtypes or any(not isinstance(d, str) or d not in DTYPES for d in dtypes) \
+            or len(set(dtypes)) != len(dtypes):
         raise InputError(f"{where}dtype: {t.get('dtype')!r}; allowed: "
                          f"{', '.join(map(repr, DTYPES))} or a list of them")
     try:
