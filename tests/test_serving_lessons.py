@@ -763,9 +763,10 @@ def test_lessons_label_synthetic_results():
         "Synthetic load: not a production SLO result.")
     assert "The load is synthetic: these are model results, not production SLO performance." \
         in " ".join(printed("09", "faster = [").split())
-    says("07", "The library marks a replay at its own speed as real traffic. This particular "
-               "file is the generated stand-in")
-    assert conversation_hour().synthetic is False
+    says("07", "This file is the package's generated stand-in, and the library knows it byte "
+               "for byte")
+    assert conversation_hour().synthetic is True
+    assert printed("07", "the trace is synthetic?").split()[4] == "True"
 
 
 @pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12", "13"])

@@ -566,3 +566,30 @@ def test_fit_of_a_clockwork_trace_stays_finite():
     # 10 s windows: the windows' counts (9, 10, ..., 11) make a small profile, CV ~ 0.04
     f10 = fit(r, window_s=10.0)
     assert 0 < f10.local_cv < 0.1 and f10.synthetic.cv < 0.1
+
+
+def test_a_replay_of_the_packaged_generated_hour_is_labelled_synthetic(tmp_path):
+    # issue 35: `serving fit` called the packaged, generated hour "(a real trace)"
+    import gzip
+    import shutil
+
+    from schedatrix import examples
+    from schedatrix.serving.load.replay import replay
+
+    packaged = examples.path("audit_hour_conv.csv.gz")
+    copy = tmp_path / "mine.csv.gz"
+    shutil.copyfile(packaged, copy)                       # a `schedatrix examples` copy
+    for path in (packaged, copy):
+        r = replay(path)
+        assert r.synthetic and r.meta["generated"] and "generated" in r.source
+    # the same rows in a file of one's own are taken as real traffic
+    mine = tmp_path / "real.csv"
+    mine.write_bytes(gzip.decompress(packaged.read_bytes()))
+    r = replay(mine)
+    assert not r.synthetic and not r.meta["generated"]
+    from conftest import run_in_process
+    done = run_in_process("serving", "fit", str(copy))
+    assert done.returncode == 0 and "a real trace" not in done.stdout
+    assert "generated (the package's example hour, not real traffic)" in done.stdout
+    done = run_in_process("serving", "fit", str(mine))
+    assert "(a real trace)" in done.stdout

@@ -13,12 +13,14 @@ the same from a clone and from a wheel (``examples/fleet-note.toml``,
 
 from __future__ import annotations
 
+import hashlib
 import shutil
+from functools import cache
 from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["FOLDER", "names", "path", "write_examples"]
+__all__ = ["FOLDER", "names", "path", "write_examples", "is_generated_trace"]
 
 #: Where the example files are, installed or in a checkout.
 FOLDER = Path(__file__).resolve().parent
@@ -64,3 +66,27 @@ def write_examples(folder: str | Path, force: bool = False) -> list[Path]:
         shutil.copyfile(src, out / n)
         written.append(out / n)
     return written
+
+
+@cache
+def _generated() -> dict[int, frozenset[str]]:
+    """The packaged traces' SHA-256 digests by file size (they are generated, not real)."""
+    by_size: dict[int, set[str]] = {}
+    for p in DATA.iterdir():
+        if p.name.endswith(".csv.gz"):
+            by_size.setdefault(p.stat().st_size, set()).add(
+                hashlib.sha256(p.read_bytes()).hexdigest())
+    return {k: frozenset(v) for k, v in by_size.items()}
+
+
+def is_generated_trace(file: str | Path) -> bool:
+    """True when ``file`` holds one of the package's generated traces, byte for byte (the
+    packaged hour, wherever it was copied): a replay of it is not real traffic."""
+    try:
+        size = Path(file).stat().st_size
+    except OSError:
+        return False
+    digests = _generated().get(size)
+    if not digests:
+        return False
+    return hashlib.sha256(Path(file).read_bytes()).hexdigest() in digests

@@ -675,8 +675,8 @@ def _cmd_fit(args) -> int:
     if args.json:
         print(json.dumps(result.as_dict(), allow_nan=False))
         return 0
-    print(f"{trace.source}: {len(trace):,} requests (a real trace) beside a synthetic load "
-          f"fitted to it (seed {args.seed})")
+    kind = "" if trace.synthetic else " (a real trace)"
+    print(f"{trace.source}{kind}, beside a synthetic load fitted to it (seed {args.seed})")
     print(f"  synthetic load: {result.load.describe()}\n")
     print(f"  {'figure':28s} {'trace':>12s} {'synthetic':>12s}")
     for name, a, b in result.rows():

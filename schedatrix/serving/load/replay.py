@@ -4,7 +4,9 @@ Any format ``schedatrix.traces.reader.read_trace`` reads (Azure LLM inference 20
 its ``hash_ids``, BurstGPT, generic CSV / JSON lines, gzipped or not) is read as one pool.
 Arrivals are sorted (stably) and shifted so the first is at 0 s, then divided by ``speed``
 (2 = twice as fast). A replay at speed 1 is real traffic (``synthetic=False``); a replay sped
-up or slowed down is a what-if and is labelled synthetic.
+up or slowed down is a what-if and is labelled synthetic, and so is a replay of the package's
+own generated hour (``schedatrix/data/``, or a copy of it made by ``schedatrix examples``:
+recognised byte for byte), which has the shape of a real trace but is not one.
 
 A trace may hold 0-token requests (BurstGPT logs failed requests with 0 response tokens); a
 request needs at least one token of each kind, so those are raised to 1 and counted in
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
+from ...examples import is_generated_trace
 from .requests import Requests
 
 __all__ = ["replay"]
@@ -57,13 +60,16 @@ def replay(path: str | Path, speed: float = 1.0, requests: int | None = None,
         offsets, values = _reorder_csr(chunks, order)
     fmt = chunks[0].format_name
     speed_note = "" if speed == 1 else f", speed x{speed:g} (a what-if: labelled synthetic)"
+    generated = is_generated_trace(path)
+    if generated:
+        speed_note += ", generated (the package's example hour, not real traffic)"
     return Requests(
         arrival_s=t, input_tokens=np.maximum(inp, 1), output_tokens=np.maximum(out, 1),
-        class_id=np.zeros(keep, dtype=np.int16), synthetic=speed != 1,
+        class_id=np.zeros(keep, dtype=np.int16), synthetic=speed != 1 or generated,
         source=f"trace {path.name} ({fmt}), {keep:,} requests{speed_note}",
         hash_offsets=offsets, hash_values=values,
         meta={"trace": str(path), "format": fmt, "speed": float(speed),
-              "raised_to_1": raised})
+              "raised_to_1": raised, "generated": generated})
 
 
 def _reorder_csr(chunks, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
