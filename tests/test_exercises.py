@@ -811,3 +811,11 @@ def test_grade_command_parser_and_bad_input(tmp_path):
         args.func(args)
     with pytest.raises(SystemExit):
         parser.parse_args(["grade", str(tmp_path), "--cell-timeout", "0"])
+
+
+def test_no_student_copy_points_at_a_file_it_does_not_have():
+    # issue 35: exercise 08 named shared/spec/serving.md, which neither the repository nor a
+    # release holds
+    for folder in (EXERCISES, SOLUTIONS):
+        for nb in folder.glob("*.ipynb"):
+            assert "shared/spec" not in nb.read_text(), nb.name

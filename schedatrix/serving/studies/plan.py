@@ -512,7 +512,8 @@ def _options(m: ModelLoad, pool: Pool, tick: Callable[[str], None]) -> tuple[lis
         if option is None:
             tried.append((m.name, unit, good, "more units did not meet the SLOs"))
             continue
-        tried.append((m.name, unit, good, f"{option.units} units"))
+        tried.append((m.name, unit, good,
+                      f"{option.units} unit{'' if option.units == 1 else 's'}"))
         options.append(option)
         best[kind] = min(best.get(kind, math.inf), option.dollars_per_hour)
     if not units:
