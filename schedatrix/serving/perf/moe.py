@@ -12,9 +12,9 @@ token cannot pick an expert twice, so ``q_1 <= 1`` bounds the skew (:func:`max_e
 1.436 for Mixtral's top-2 of 8, where the busiest expert carries 4 times the mean).
 :func:`sample_routing` draws this routing (systematic sampling: one uniform offset per token
 picks ``k`` distinct experts with exactly these probabilities), which the tests hold the
-formulas to. The default is 0: uniform is what the benchmarks replayed here ran (random or dummy
-weights), and no published measurement of a real router's load with figures this project could
-read was found; set the skew where a measurement of your traffic gives one (a peak-to-mean
+formulas to. The default is 0: uniform is what the benchmarks replayed here are taken to run
+(dummy weights), and no published measurement of a real router's load with figures this project
+could read was found; set the skew where a measurement of your traffic gives one (a peak-to-mean
 load ``r`` is ``s`` with ``peak_to_mean(E, s) = r``). Tokens are independent here: routing that
 is correlated across a batch's tokens (a batch of near-identical tokens that all pick the same
 experts) touches fewer experts than any skew gives.
