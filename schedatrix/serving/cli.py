@@ -41,6 +41,17 @@ def _positive(kind, flag):
     return parse
 
 
+def _expert_skew(text):
+    """--expert-skew: a finite number >= 0 (its upper bound depends on the model: Design)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--expert-skew must be a number, got {text!r}") from None
+    if not 0 <= v < float("inf"):
+        raise argparse.ArgumentTypeError(f"--expert-skew must be 0 or more, got {text!r}")
+    return v
+
+
 def _runs_arg(text):
     """--runs: a whole number above 0, or auto."""
     if text.strip().lower() == "auto":
@@ -104,6 +115,9 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="weights and KV cache: bf16 (default) or fp8 (H100, H200, L4)")
     g.add_argument("--ep", type=_positive(int, "--ep"),
                    help="expert parallelism of a mixture-of-experts model: 1 or --tp")
+    g.add_argument("--expert-skew", type=_expert_skew, metavar="S",
+                   help="routing skew of a mixture-of-experts model: the Zipf exponent of its "
+                        "experts' popularity, 0 (default) uniform; refused for a dense model")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -268,7 +282,8 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "router": "router", "priority_preemption": "priority_preemption",
                  "cuda_graphs": "cuda_graphs", "host_ms": "host_ms", "prefill_tp": "prefill_tp",
                  "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
-                 "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep"}
+                 "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep",
+                 "expert_skew": "expert_skew"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}

@@ -27,7 +27,8 @@ Parallelism, as modelled:
 Every replica's engine runs with CUDA graphs (``cuda_graphs``, vLLM's default) and vLLM's host
 time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`). ``dtype`` (``bf16``
 or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or each side's TP) spreads
-a mixture-of-experts model's experts over a replica's GPUs (:mod:`..perf.moe`).
+a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew`` (0: uniform) is
+the Zipf exponent of its routing (:mod:`..perf.moe`; refused for a dense model).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ...errors import InputError
 from ..numbers import check_int, check_real
 from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
+from ..perf.moe import check_expert_skew
 from ..replica.knobs import (
     DEFAULT_BLOCK_TOKENS,
     DEFAULT_MAX_BATCH,
@@ -90,6 +92,7 @@ class Design:
     decode_gpu: str | None = None
     ep: int = 1
     dtype: str = "bf16"
+    expert_skew: float = 0.0
 
     def __post_init__(self):
         model(self.model)
@@ -113,6 +116,9 @@ class Design:
                                      f"{', '.join(GPUS)}") from None
         object.__setattr__(self, "pp", check_int("pp", self.pp, 1, 1024))
         object.__setattr__(self, "ep", check_int("ep", self.ep, 1, GPUS_PER_NODE))
+        shape = model(self.model)
+        object.__setattr__(self, "expert_skew", check_expert_skew(
+            self.expert_skew, shape.experts, shape.experts_per_token, shape.name))
         if self.dtype not in DTYPES:
             raise InputError(f"dtype: {self.dtype!r}; allowed: {', '.join(DTYPES)}")
         for knob in ("replicas", "prefill_replicas", "decode_replicas"):
@@ -260,7 +266,7 @@ class Design:
         return PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
                          inter_node=self.inter_node, cuda_graphs=self.cuda_graphs,
                          host_s=None if self.host_ms is None else self.host_ms / 1000,
-                         ep=self.ep, dtype=self.dtype)
+                         ep=self.ep, dtype=self.dtype, expert_skew=self.expert_skew)
 
     def single_machine(self) -> bool:
         """One replica on one machine (nothing distributed)."""

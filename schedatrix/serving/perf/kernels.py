@@ -16,7 +16,8 @@ Every function takes an :class:`Efficiency` (the fitted factors of one GPU type)
   the bytes: the fast simulator relies on it).
 - collectives: ring all-reduce ``latency + 2 (p - 1) / p x bytes / (one-way link x
   allreduce_link_share)``; an all-to-all (expert parallelism's dispatch and combine) sends
-  ``(p - 1) / p`` of each GPU's ``bytes / p`` to the others at the same rates; launched
+  ``(p - 1) / p`` of each GPU's ``bytes / p`` to the others at the same rates (or, uneven,
+  the busiest receiver's share sets its time); launched
   eagerly (as the profiles timed it), never below the profiled small-message time of ``p``
   GPUs (``allreduce_floor_s``: what a collective costs however little it carries);
   all-gather half of that traffic; point-to-point send ``latency + bytes / (link x share)``,
@@ -191,11 +192,13 @@ def allgather_s(eff: Efficiency, gpu: GPU, nbytes, p, floored=True):
     return (p > 1) * np.where(floored, np.maximum(ring, collective_floor_s(eff, p)), ring)
 
 
-def alltoall_s(eff: Efficiency, gpu: GPU, nbytes, p, floored=True):
-    """Seconds of an all-to-all over ``p`` GPUs of one node moving ``nbytes`` in all (each GPU
-    holds ``nbytes / p`` and sends ``(p - 1) / p`` of it to the others), never below the
-    all-reduce floor of ``p`` GPUs where ``floored``; 0 when p == 1."""
-    wire = (p - 1) / p * nbytes / p
+def alltoall_s(eff: Efficiency, gpu: GPU, nbytes, p, floored=True, share=None):
+    """Seconds of an all-to-all over ``p`` GPUs of one node moving ``nbytes`` in all, never
+    below the all-reduce floor of ``p`` GPUs where ``floored``; 0 when p == 1. The GPU that
+    receives the most, ``share`` of ``nbytes`` (default ``1 / p``: an even exchange, each GPU
+    holding ``nbytes / p``), gets ``(p - 1) / p`` of it from the others, and sets the time
+    (an MoE layer's busiest expert-parallel GPU, :mod:`.moe`)."""
+    wire = (p - 1) / p * nbytes * (1.0 / p if share is None else share)
     ring = eff.allreduce_latency_s + wire / (gpu.link_one_way_gb_s * 1e9
                                              * eff.allreduce_link_share)
     return (p > 1) * np.where(floored, np.maximum(ring, collective_floor_s(eff, p)), ring)

@@ -9,7 +9,8 @@ computes logits for each scheduled request's last token), the logits' gather and
 activation sends between stages and the host's step time. Each term is a roofline with named
 efficiency factors (:mod:`schedatrix.serving.perf.kernels`) fitted by
 ``tools/calibrate_serving.py``. A mixture-of-experts layer runs its expert block instead of the
-MLP (:mod:`.moe`: the experts the batch's tokens touch, expert parallelism's all-to-alls);
+MLP (:mod:`.moe`: the routing of the batch's tokens, uniform or skewed by ``expert_skew``, the
+experts they touch as grouped matmuls at each expert's rows, expert parallelism's all-to-alls);
 ``dtype="fp8"`` reads the decoder's weights and the KV cache at one byte and runs its matmuls at
 the GPU's FP8 peak (:mod:`.catalog`).
 
@@ -55,7 +56,7 @@ from .kernels import (
     prefill_attention_rates,
     send_s,
 )
-from .moe import expected_experts, moe_block_s
+from .moe import check_expert_skew, expected_experts, moe_block_s
 from .shard import LayerShard
 
 __all__ = ["PerformanceModel", "PerfModel", "FixedCostModel", "GPU_MEMORY_UTILIZATION",
@@ -142,6 +143,15 @@ class PerfModel:
         all-to-alls, :mod:`.moe`)
     dtype : ``bf16`` or ``fp8`` (FP8 weights and KV cache at the FP8 tensor-core peak; refused
         on a GPU without FP8 tensor cores, the A100)
+    expert_skew : the Zipf exponent of a mixture-of-experts model's routing (:mod:`.moe`): 0
+        (default) uniform, up to the skew where every token picks the most used expert; 0 for a
+        dense model
+    moe_fp8_compute : with ``dtype="fp8"``, whether the experts' grouped matmuls run in FP8
+        (True, vLLM's fused MoE) or keep 16-bit expert weights at the 16-bit peak (False,
+        TensorRT-LLM 0.9's MoE plugin: an engine setting, :mod:`.moe`)
+    moe_all_experts : run every expert over every token and mask the outputs (True:
+        TensorRT-LLM's MoE without its plugin, :func:`.moe.all_experts_block_s`) instead of the
+        routed tokens through a grouped matmul (False, the default)
 
     Raises InputError when the shape is not allowed or the model does not fit.
     """
@@ -150,7 +160,8 @@ class PerfModel:
                  inter_node: str = "ib-ndr", efficiency: Efficiency | None = None,
                  activation_reserve_gb: float = ACTIVATION_RESERVE_GB, cuda_graphs: bool = True,
                  host_s: float | None = None, host: HostCosts | None = None, ep: int = 1,
-                 dtype: str = "bf16"):
+                 dtype: str = "bf16", expert_skew: float = 0.0, moe_fp8_compute: bool = True,
+                 moe_all_experts: bool = False):
         if not isinstance(cuda_graphs, bool):
             raise InputError(f"cuda_graphs: {cuda_graphs!r}; must be true or false")
         self.cuda_graphs = cuda_graphs
@@ -161,13 +172,21 @@ class PerfModel:
         self.tflops = self.gpu.tflops_fp8 if self.dtype == "fp8" else self.gpu.tflops_bf16
         self.tp, self.pp = _check_parallelism(self.model, tp, pp)
         self.ep = _check_ep(self.model, self.tp, ep)
+        self.expert_skew = check_expert_skew(expert_skew, self.model.experts,
+                                             self.model.experts_per_token, self.model.name)
+        if not isinstance(moe_fp8_compute, bool):
+            raise InputError(f"moe_fp8_compute: {moe_fp8_compute!r}; must be true or false")
+        self.moe_fp8_compute = moe_fp8_compute
+        if not isinstance(moe_all_experts, bool):
+            raise InputError(f"moe_all_experts: {moe_all_experts!r}; must be true or false")
+        self.moe_all_experts = moe_all_experts
         self.inter_node = inter_node
         self.inter_node_gb_s = inter_node_gb_s(inter_node)
         if activation_reserve_gb < 0:
             raise InputError(f"activation_reserve_gb: {activation_reserve_gb}; must be >= 0")
         self.activation_reserve_gb = float(activation_reserve_gb)
         self.eff = _efficiency_of(self.gpu) if efficiency is None else efficiency
-        self.shard = LayerShard(self.model, self.tp, self.ep, self.dtype)
+        self.shard = LayerShard(self.model, self.tp, self.ep, self.dtype, moe_fp8_compute)
         self.gpus = self.tp * self.pp
         stages_per_node = GPUS_PER_NODE // self.tp
         self.cross_node_sends = math.ceil(self.pp / stages_per_node) - 1
@@ -187,7 +206,10 @@ class PerfModel:
 
     def __repr__(self) -> str:
         extra = (f", ep={self.ep}" if self.ep > 1 else "") + (
-            f", dtype={self.dtype!r}" if self.dtype != "bf16" else "")
+            f", dtype={self.dtype!r}" if self.dtype != "bf16" else "") + (
+            f", expert_skew={self.expert_skew:g}" if self.expert_skew else "") + (
+            "" if self.moe_fp8_compute else ", moe_fp8_compute=False") + (
+            ", moe_all_experts=True" if self.moe_all_experts else "")
         return (f"PerfModel({self.model.name!r}, {self.gpu.name!r}, tp={self.tp}, pp={self.pp}, "
                 f"inter_node={self.inter_node!r}, cuda_graphs={self.cuda_graphs}{extra})")
 
@@ -297,17 +319,20 @@ class PerfModel:
     def weights_bytes_per_gpu(self) -> float:
         """Weight bytes on each GPU: an even share of the model (in its dtype) over ``tp x pp``
         GPUs, plus the replicated KV projections when tp > kv_heads (with expert parallelism
-        each GPU holds experts / ep whole experts: the same share)."""
+        each GPU holds experts / ep whole experts: the same share; an FP8 model's experts at 2
+        bytes where they stay 16-bit, moe_fp8_compute=False)."""
         m = self.model
         kv_proj = m.layers * 2 * m.hidden * m.kv_heads * m.head_dim * dtype_bytes(self.dtype)
         held = kv_proj * self.shard.kv_heads / m.kv_heads / self.pp
-        return (m.weight_bytes_in(self.dtype) - kv_proj) / self.gpus + held
+        wider = self.shard.expert_weight_bytes_per_value - self.shard.weight_bytes_per_value
+        experts = m.layers * m.experts * m.expert_params * wider
+        return (m.weight_bytes_in(self.dtype) - kv_proj + experts) / self.gpus + held
 
     def weight_bytes_read(self, tokens: int) -> float:
         """Bytes of weights the replica's GPUs read in all in an iteration of ``tokens`` tokens:
         every layer's dense matmuls (in the model's dtype; replicated KV heads counted on each
         GPU), its router and, of a mixture-of-experts model, the experts the tokens touch (the
-        expected count under uniform routing, :func:`.moe.expected_experts`), plus the LM head
+        expected count under the model's routing, :func:`.moe.expected_experts`), plus the LM head
         (BF16). The bytes a decode step's weight reads cost, whatever the kernels' efficiency."""
         if tokens < 1:
             raise InputError(f"tokens: {tokens}; an iteration reads weights for >= 1 token")
@@ -315,9 +340,10 @@ class PerfModel:
         dense = sum(k * n for k, n in sh.matmuls.values()) * sh.weight_bytes_per_value
         layer = dense * self.tp
         if m.moe:
-            touched = float(expected_experts(m.experts, m.experts_per_token, tokens))
+            touched = m.experts if self.moe_all_experts else float(expected_experts(
+                m.experts, m.experts_per_token, tokens, self.expert_skew))
             one = sum(k * n for k, n in sh.expert_matmuls.values()) * sh.expert_tp
-            layer += touched * one * sh.weight_bytes_per_value
+            layer += touched * one * sh.expert_weight_bytes_per_value
             layer += m.hidden * m.experts * BYTES_PER_PARAM * self.tp   # the router, per GPU
         return m.layers * layer + m.hidden * m.vocab * BYTES_PER_PARAM
 
@@ -406,7 +432,9 @@ class PerfModel:
         layer = layer + k(elementwise_s(e, g, 2 * tokens * sh.kv_bytes_per_token))  # KV write
         layer = layer + k(e.kernel_launch_s + 0 * tokens)  # the attention kernel's fixed time
         if m.moe:   # after attention one all-reduce; the expert block joins its own way
-            experts, joined = moe_block_s(e, g, sh, tokens, k, by_tokens, peak)
+            experts, joined = moe_block_s(e, g, sh, tokens, k, by_tokens, peak,
+                                          self.expert_skew, self.moe_fp8_compute,
+                                          self.moe_all_experts)
             layer = layer + allreduce_s(e, g, act, tp, by_tokens) + experts + joined
         else:       # after attention and after the MLP
             layer = layer + 2 * allreduce_s(e, g, act, tp, by_tokens)
@@ -588,7 +616,8 @@ def _shared_tables(perf: PerfModel) -> dict:
     by no one else, when that can't be hashed)."""
     try:
         key = (perf.model, perf.gpu, perf.dtype, perf.tp, perf.pp, perf.ep, perf.inter_node,
-               perf.eff, perf.cuda_graphs, perf.host)
+               perf.eff, perf.cuda_graphs, perf.host, perf.expert_skew, perf.moe_fp8_compute,
+               perf.moe_all_experts)
         tables = _TABLES.get(key)
     except TypeError:
         return {"tok": [], "seq": []}

@@ -8,7 +8,8 @@ A mixture-of-experts layer keeps the attention's split and replaces the MLP by i
 with ``ep == 1`` every expert is split over the ``tp`` GPUs like a dense MLP (vLLM's default);
 with ``ep == tp`` (expert parallelism, vLLM's ``--enable-expert-parallel``) each GPU holds
 ``experts / ep`` whole experts. ``dtype`` sets the bytes of the weights and of the KV cache
-(activations are BF16 either way).
+(activations are BF16 either way); ``fp8_experts=False`` keeps an FP8 model's experts in 16 bits
+(an engine whose MoE kernel has no FP8 path, TensorRT-LLM 0.9: :mod:`.moe`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class LayerShard:
     tp: int
     ep: int = 1
     dtype: str = "bf16"
+    fp8_experts: bool = True
 
     @property
     def q_heads(self) -> int:
@@ -51,6 +53,14 @@ class LayerShard:
     def weight_bytes_per_value(self) -> int:
         """Bytes of one weight of the layer's linear layers (and of one KV value)."""
         return dtype_bytes(self.dtype)
+
+    @property
+    def expert_weight_bytes_per_value(self) -> int:
+        """Bytes of one weight of the routed experts: the layer's, but 2 for an FP8 model whose
+        experts stay 16-bit (``fp8_experts=False``)."""
+        if self.dtype == "fp8" and not self.fp8_experts:
+            return BYTES_PER_PARAM
+        return self.weight_bytes_per_value
 
     @property
     def matmuls(self) -> dict[str, tuple[int, int]]:
@@ -133,4 +143,5 @@ class LayerShard:
         dense = sum(k * n for k, n in self.matmuls.values())
         experts = self.local_experts * sum(k * n for k, n in self.expert_matmuls.values())
         router = self.model.hidden * self.model.experts * BYTES_PER_PARAM
-        return (dense + experts) * self.weight_bytes_per_value + router
+        return (dense * self.weight_bytes_per_value
+                + experts * self.expert_weight_bytes_per_value + router)
