@@ -590,6 +590,6 @@ def test_a_replay_of_the_packaged_generated_hour_is_labelled_synthetic(tmp_path)
     from conftest import run_in_process
     done = run_in_process("serving", "fit", str(copy))
     assert done.returncode == 0 and "a real trace" not in done.stdout
-    assert "generated (the package's example hour, not real traffic)" in done.stdout
+    assert "generated (not real traffic)" in done.stdout
     done = run_in_process("serving", "fit", str(mine))
     assert "(a real trace)" in done.stdout

@@ -62,7 +62,7 @@ def replay(path: str | Path, speed: float = 1.0, requests: int | None = None,
     speed_note = "" if speed == 1 else f", speed x{speed:g} (a what-if: labelled synthetic)"
     generated = is_generated_trace(path)
     if generated:
-        speed_note += ", generated (the package's example hour, not real traffic)"
+        speed_note += ", generated (not real traffic)"
     return Requests(
         arrival_s=t, input_tokens=np.maximum(inp, 1), output_tokens=np.maximum(out, 1),
         class_id=np.zeros(keep, dtype=np.int16), synthetic=speed != 1 or generated,
