@@ -42,6 +42,7 @@ from .catalog import (
     inter_node_gb_s,
     model,
 )
+from .engines import ASYNC_SERIAL_S
 from .host import HostCosts, host_costs
 from .kernels import (
     Efficiency,
@@ -149,6 +150,9 @@ class PerfModel:
     moe_fp8_compute : with ``dtype="fp8"``, whether the experts' grouped matmuls run in FP8
         (True, vLLM's fused MoE) or keep 16-bit expert weights at the 16-bit peak (False,
         TensorRT-LLM 0.9's MoE plugin: an engine setting, :mod:`.moe`)
+    async_scheduling : the host's scheduling overlaps the GPU's step (vLLM's async
+        scheduling): an iteration takes ``max(GPU, host) + serial_s`` instead of
+        ``GPU + host``; ``serial_s`` the part that stays serial (:mod:`.engines`)
     moe_all_experts : run every expert over every token and mask the outputs (True:
         TensorRT-LLM's MoE without its plugin, :func:`.moe.all_experts_block_s`) instead of the
         routed tokens through a grouped matmul (False, the default)
@@ -161,11 +165,19 @@ class PerfModel:
                  activation_reserve_gb: float = ACTIVATION_RESERVE_GB, cuda_graphs: bool = True,
                  host_s: float | None = None, host: HostCosts | None = None, ep: int = 1,
                  dtype: str = "bf16", expert_skew: float = 0.0, moe_fp8_compute: bool = True,
-                 moe_all_experts: bool = False):
+                 moe_all_experts: bool = False, async_scheduling: bool = False,
+                 serial_s: float = ASYNC_SERIAL_S):
         if not isinstance(cuda_graphs, bool):
             raise InputError(f"cuda_graphs: {cuda_graphs!r}; must be true or false")
         self.cuda_graphs = cuda_graphs
         self.host = host_costs(host_s) if host is None else host
+        if not isinstance(async_scheduling, bool):
+            raise InputError(f"async_scheduling: {async_scheduling!r}; must be true or false")
+        self.async_scheduling = async_scheduling
+        if isinstance(serial_s, bool) or not isinstance(serial_s, int | float) or \
+                not 0 <= serial_s <= 1.0:
+            raise InputError(f"serial_s: {serial_s!r}; must be a number of seconds from 0 to 1")
+        self.serial_s = float(serial_s) if async_scheduling else 0.0
         self.model = _model_of(model)
         self.gpu = _gpu_of(gpu)
         self.dtype = check_dtype(dtype, self.gpu)
@@ -209,7 +221,8 @@ class PerfModel:
             f", dtype={self.dtype!r}" if self.dtype != "bf16" else "") + (
             f", expert_skew={self.expert_skew:g}" if self.expert_skew else "") + (
             "" if self.moe_fp8_compute else ", moe_fp8_compute=False") + (
-            ", moe_all_experts=True" if self.moe_all_experts else "")
+            ", moe_all_experts=True" if self.moe_all_experts else "") + (
+            ", async_scheduling=True" if self.async_scheduling else "")
         return (f"PerfModel({self.model.name!r}, {self.gpu.name!r}, tp={self.tp}, pp={self.pp}, "
                 f"inter_node={self.inter_node!r}, cuda_graphs={self.cuda_graphs}{extra})")
 
@@ -231,7 +244,11 @@ class PerfModel:
                    + (seq[seqs] if seqs < len(seq) else self._seq_s(seqs)))
         if chunks:
             seconds += self._prefill_attention_s(chunks)
-        return seconds + self._decode_per_token_s * decode_context_tokens
+        seconds += self._decode_per_token_s * decode_context_tokens
+        if self.async_scheduling:    # the host works beside the GPU; a small part stays serial
+            host = self.host.step_s + self.host.per_seq_s * seqs
+            return (seconds if seconds > host else host) + self.serial_s
+        return seconds
 
     def stage_s(self, prefill_chunks: Sequence[tuple[int, int]] = (), n_decode: int = 0,
                 decode_context_tokens: int = 0) -> float:
@@ -250,17 +267,30 @@ class PerfModel:
         if chunks:
             attention += self._prefill_attention_s(chunks)
         send = cross if self.cross_node_sends else in_node
-        return float((layer + attention / self.model.layers) * self.layers_per_stage
-                     + max(first, last) + send + host)
+        gpu = float((layer + attention / self.model.layers) * self.layers_per_stage
+                    + max(first, last) + send + host)
+        if self.async_scheduling:
+            return max(gpu, self.host.seconds(len(chunks) + n_decode)) + self.serial_s
+        return gpu
 
     def decode_line(self, n_decode: int) -> tuple[float, float]:
-        """``(a, b)`` with ``iteration_s((), n_decode, S) == a + b * S`` for every S >= 0:
-        ``a`` is everything that depends on the batch size, ``b`` the seconds per token of
-        context the decode attention reads."""
+        """``(a, b)`` with ``iteration_s((), n_decode, S) == max(floor, a + b * S)`` for every
+        S >= 0, ``floor = decode_floor(n_decode)`` (0 without async scheduling, so the line
+        alone): ``a`` is everything that depends on the batch size, ``b`` the seconds per token
+        of context the decode attention reads."""
         if n_decode < 1:
             raise InputError(f"n_decode: {n_decode}; decode_line needs at least 1 decoding "
                              "request")
-        return self._token_s(n_decode) + self._seq_s(n_decode), self._decode_per_token_s
+        return (self._token_s(n_decode) + self._seq_s(n_decode) + self.serial_s,
+                self._decode_per_token_s)
+
+    def decode_floor(self, n_decode: int) -> float:
+        """The least seconds of a decode iteration of ``n_decode`` requests: with async
+        scheduling the host's time (it overlaps the GPU's, so the step waits for the longer)
+        plus the serial part; 0 without (the host's time is then inside ``decode_line``)."""
+        if not self.async_scheduling:
+            return 0.0
+        return self.host.step_s + self.host.per_seq_s * n_decode + self.serial_s
 
     def kv_transfer_s(self, tokens: int, same_node: bool = True,
                       to: PerfModel | None = None) -> float:
@@ -445,8 +475,9 @@ class PerfModel:
                     + k(elementwise_s(e, g, seqs * m.vocab * SAMPLER_BYTES_PER_LOGIT), by_seqs))
         sends = 2 * act  # hidden states and residual
         in_node, cross = send_s(e, g, sends), send_s(e, g, sends, self.inter_node_gb_s)
-        host_tok = self.host.step_s + 0 * tokens
-        host_seq = self.host.per_seq_s * seqs
+        # with async scheduling the host's time overlaps the GPU's: iteration_s takes the max
+        host_tok = (0.0 if self.async_scheduling else self.host.step_s) + 0 * tokens
+        host_seq = (0.0 if self.async_scheduling else self.host.per_seq_s) * seqs
         return layer, first, last_tok, last_seq, in_node, cross, host_tok, host_seq
 
     def launched_eagerly(self, tokens):
@@ -617,7 +648,7 @@ def _shared_tables(perf: PerfModel) -> dict:
     try:
         key = (perf.model, perf.gpu, perf.dtype, perf.tp, perf.pp, perf.ep, perf.inter_node,
                perf.eff, perf.cuda_graphs, perf.host, perf.expert_skew, perf.moe_fp8_compute,
-               perf.moe_all_experts)
+               perf.moe_all_experts, perf.async_scheduling)
         tables = _TABLES.get(key)
     except TypeError:
         return {"tok": [], "seq": []}

@@ -32,6 +32,11 @@ class SchedulerConfig:
         of ``block_tokens``
     max_model_len : the longest request (prompt + output) the model takes; longer ones are
         rejected at the door, as vLLM does
+    async_scheduling : the scheduler works one iteration ahead of the GPU (vLLM's async
+        scheduling): a request that reaches it while iteration n runs first joins n + 2
+    capacity : ``max-utilization`` (admit what fits now, preempt when short) or
+        ``guaranteed-no-evict`` (admit only when the whole request's KV fits beside what the
+        running requests reserve to their ends; never preempt), :mod:`..perf.engines`
     """
 
     max_batch: int = DEFAULT_MAX_BATCH
@@ -40,6 +45,8 @@ class SchedulerConfig:
     block_tokens: int = DEFAULT_BLOCK_TOKENS
     hash_block_tokens: int = 0
     max_model_len: int = 1 << 40
+    async_scheduling: bool = False
+    capacity: str = "max-utilization"
 
     def __post_init__(self):
         check_int("max_batch", self.max_batch, 1, 1_000_000)
@@ -48,6 +55,12 @@ class SchedulerConfig:
         check_int("hash_block_tokens", self.hash_block_tokens, 0, 1_000_000)
         if not isinstance(self.chunked_prefill, bool):
             raise InputError(f"chunked_prefill must be true or false, got {self.chunked_prefill!r}")
+        if not isinstance(self.async_scheduling, bool):
+            raise InputError(f"async_scheduling must be true or false, got "
+                             f"{self.async_scheduling!r}")
+        if self.capacity not in ("max-utilization", "guaranteed-no-evict"):
+            raise InputError(f"capacity: {self.capacity!r}; allowed: max-utilization, "
+                             "guaranteed-no-evict")
         if self.max_batched_tokens < self.max_batch:
             raise InputError(
                 f"max_batched_tokens ({self.max_batched_tokens}) must be at least max_batch "

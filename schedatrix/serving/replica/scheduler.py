@@ -1,11 +1,29 @@
 """What every scheduler keeps the same way, whichever simulator steps it: its KV cache across
-crashes, the record of its KV use, tokens leaving, a request's blocks given back."""
+crashes, the record of its KV use, tokens leaving, a request's blocks given back, the inbox of
+an async scheduler and the reservations of a guaranteed-no-evict one.
+
+**Async scheduling** (``cfg.async_scheduling``): the scheduler decides iteration n + 1 while
+iteration n runs. A request that reaches a busy scheduler waits in its *inbox* until the
+scheduling decision after the one in flight: at the start of an iteration, the inbox gives the
+waiting queue every request that arrived at or before the start of the iteration that just
+ended; one that arrived while iteration n ran first joins n + 2 (synchronously: n + 1). When
+nothing else would run, the inbox gives everything at once (an idle scheduler schedules what
+it has). A preempted request goes back to the waiting queue directly (the scheduler knows it).
+
+**Guaranteed no evict** (``cfg.capacity``): a request is admitted only when the KV blocks of
+its whole prompt and output fit beside those the running requests have reserved to their ends,
+so no running request ever runs short of KV and none is preempted (TensorRT-LLM's default
+capacity policy). The reservation is the request's full footprint (prefix-cache sharing only
+makes the blocks really used fewer)."""
 
 from __future__ import annotations
 
 from .kv_cache import KVCache
 
-__all__ = ["SchedulerBase"]
+__all__ = ["SchedulerBase", "TIE_S"]
+
+#: Seconds within which an arrival counts as at an iteration's start (async scheduling).
+TIE_S = 1e-9
 
 
 class SchedulerBase:
@@ -40,6 +58,10 @@ class SchedulerBase:
         self.busy = False
         self.version += 1
         self.kv_noted = 0                      # KV blocks in use at the last note
+        self.inbox: list[tuple[float, int]] = []   # (when it arrived, request): async only
+        self.began = -1.0                      # when the iteration in flight (or last) began
+        self.reserved: dict[int, int] = {}     # guaranteed no evict: request -> its blocks
+        self.reserved_blocks = 0
         self.clear()
 
     def clear(self) -> None:
@@ -75,8 +97,71 @@ class SchedulerBase:
                 sim.kv_last_t = t
             self.kv_noted = used
 
+    # -- async scheduling: the inbox ------------------------------------------------------------
+    def to_inbox(self, i: int, t: float) -> bool:
+        """An arrival at t: into the inbox (True) when the scheduler is async and busy."""
+        if self.sim.cfg.async_scheduling and self.busy:
+            self.inbox.append((t, i))
+            return True
+        return False
+
+    def take_inbox(self, t: float, idle: bool) -> None:
+        """At an iteration's start at t: the inbox's requests the scheduler has seen by now
+        (arrived by the start of the iteration that just ended) join the waiting queue; all of
+        them when ``idle`` (nothing else would run)."""
+        if not self.inbox:
+            return
+        # within a nanosecond counts as by then: the two simulators sum an iteration's times
+        # in different orders, and an arrival may tie with a start to the last bits
+        cutoff = float("inf") if idle else self.began + TIE_S
+        keep = []
+        for joined, i in self.inbox:
+            if joined <= cutoff:
+                self.enqueue(i, joined)
+            else:
+                keep.append((joined, i))
+        self.inbox = keep
+
+    def inbox_tokens(self) -> tuple[int, int]:
+        """(prefill tokens, all tokens still to compute) of the inbox's requests."""
+        sim = self.sim
+        pre_all = work = 0
+        for _, i in self.inbox:
+            left = sim.out[i] - sim.generated[i]
+            if sim.ready[i]:
+                pre = 0
+            elif sim.swapped[i]:
+                pre = sim.inp[i] + sim.generated[i] - sim.computed[i]
+            else:
+                pre = sim.inp[i] + sim.generated[i]
+            pre_all += pre
+            work += pre + left
+        return pre_all, work
+
+    def enqueue(self, i: int, t: float) -> None:
+        raise NotImplementedError
+
+    # -- guaranteed no evict: reservations --------------------------------------------------------
+    def footprint(self, i: int) -> int:
+        """KV blocks request i holds at its end: its whole prompt and output."""
+        sim = self.sim
+        return -(-(sim.inp[i] + sim.out[i]) // sim.cfg.block_tokens)
+
+    def reserve_fits(self, i: int) -> bool:
+        """Whether request i may be admitted under the capacity policy."""
+        if self.sim.cfg.capacity != "guaranteed-no-evict":
+            return True
+        return self.reserved_blocks + self.footprint(i) <= self.cache.total_blocks
+
+    def reserve(self, i: int) -> None:
+        if self.sim.cfg.capacity == "guaranteed-no-evict" and i not in self.reserved:
+            blocks = self.reserved[i] = self.footprint(i)
+            self.reserved_blocks += blocks
+
     def release_request(self, i: int) -> None:
         """Request i's KV blocks and pinned prefix entries go back to the cache."""
+        if self.reserved:
+            self.reserved_blocks -= self.reserved.pop(i, 0)
         sim, cache = self.sim, self.cache
         cache.release(sim.own[i])
         sim.own[i] = 0

@@ -12,7 +12,11 @@ new KV block at each phase of the block size), so an ordinary iteration costs O(
 decoders.
 
 An arrival in the middle of a stretch cuts it at the first iteration boundary at or after the
-arrival, exactly where the reference would first see the new request. The fleet around the
+arrival, exactly where the reference would first see the new request (with async scheduling
+the request waits in the inbox one iteration more, and that iteration runs alone). With async
+scheduling a decode iteration takes ``max(floor, a + b * S)`` (:meth:`PerfModel.decode_floor`):
+a stretch starting below the floor runs at the floor until the line would cross it, then
+another stretch follows the line. The fleet around the
 schedulers (routing, admission, faults, retries, the prefill/decode link) is
 :mod:`.cluster`, shared with the reference.
 """
@@ -66,15 +70,16 @@ class FastEngine(SchedulerBase):
 
     # -- what a router sees ----------------------------------------------------------------
     def unfinished(self) -> int:
-        return len(self.waiting) + len(self.running)
+        return len(self.waiting) + len(self.running) + len(self.inbox)
 
     def waiting_count(self) -> int:
-        return len(self.waiting)
+        return len(self.waiting) + len(self.inbox)
 
     def queued_prefill_tokens(self) -> int:
         sim = self.sim
         return self.wait_prefill + sum(self.target[k[2]] - sim.computed[k[2]]
-                                       for k in self.prefilling)
+                                       for k in self.prefilling) + (
+            self.inbox_tokens()[0] if self.inbox else 0)
 
     def outstanding_tokens(self, t: float) -> int:
         sim = self.sim
@@ -82,7 +87,8 @@ class FastEngine(SchedulerBase):
                   for k in self.prefilling)
         steps = self.G + (self.done_in_stretch(t) if self.plan and self.plan[0] == "stretch"
                           else 0)
-        return self.wait_work + pre + self.dec_left - len(self.dec) * steps
+        return self.wait_work + pre + self.dec_left - len(self.dec) * steps + (
+            self.inbox_tokens()[1] if self.inbox else 0)
 
     def prefix_hit_tokens(self, hashes, prompt_tokens: int, t: float) -> int:
         cache = self.cache
@@ -112,6 +118,13 @@ class FastEngine(SchedulerBase):
 
     # -- arrivals ----------------------------------------------------------------------------
     def add(self, i: int, t: float) -> None:
+        if self.to_inbox(i, t):
+            if self.plan is not None and self.plan[0] == "stretch":
+                self.cut(t)
+            return
+        self.enqueue(i, t)
+
+    def enqueue(self, i: int, t: float) -> None:
         sim = self.sim
         heapq.heappush(self.waiting, (sim.prio[sim.cls[i]], sim.arrival[i], i))
         left = sim.out[i] - sim.generated[i]
@@ -174,6 +187,10 @@ class FastEngine(SchedulerBase):
         """Start what comes next at t: a stretch of decode iterations when nothing can change
         the batch before it ends, else one iteration (:meth:`step_exact` when short of KV)."""
         sim, cache = self.sim, self.cache
+        if self.inbox:
+            self.take_inbox(t, idle=False)
+            if not self.running and not self.waiting:
+                self.take_inbox(t, idle=True)
         n = len(self.dec)
         need_dec = self.mod[-self.G % self.B] if n else 0
         budget = sim.cfg.max_batched_tokens - n
@@ -185,8 +202,8 @@ class FastEngine(SchedulerBase):
         if need > available:
             self.step_exact(t)
             return
-        if n and not chunks and not (self.waiting and
-                                     self.admissible(available - need_dec, budget)):
+        if n and not chunks and not self.inbox and not (
+                self.waiting and self.admissible(available - need_dec, budget)):
             if not (sim.link and self.link_down(t)):
                 g_done, i, entry = self.done_heap[0]
                 if self.dec.get(i) is not entry:   # a stale entry on top
@@ -203,11 +220,17 @@ class FastEngine(SchedulerBase):
                     k = horizon
                     line = self.lines.get(n)
                     if line is None:
-                        line = self.lines[n] = self.perf.decode_line(n)
-                    a, b = line
+                        floor = getattr(self.perf, "decode_floor", None)
+                        line = self.lines[n] = (*self.perf.decode_line(n),
+                                                floor(n) if floor else 0.0)
+                    a, b, floor = line
+                    s0 = self.dec_base + n * (self.G + 1)
+                    if a + b * s0 < floor:   # async: at the host's floor until the line crosses
+                        if b * n > 0:
+                            k = min(k, _below_floor(floor - a - b * s0, b * n))
+                        a, b = floor, 0.0
                     if sim.link:
                         a += sim.iteration_extra(self.replica, t, n)
-                    s0 = self.dec_base + n * (self.G + 1)
                     self.plan = ["stretch", t, k, a, b, s0, n, 0]  # last: iterations with blocks
                     self.version += 1
                     sim.seq += 1             # sim.push, inline
@@ -259,7 +282,7 @@ class FastEngine(SchedulerBase):
             first = self.first_chunk(head[2], budget)
             if not self.cache.hash_blocks:   # no prefix lookups: admit may reuse it
                 self.head_chunk = (head[2], budget, first)
-            if first[0] is not None and first[2] <= available:
+            if first[0] is not None and first[2] <= available and self.reserve_fits(head[2]):
                 return True
         # a higher class would preempt a lower one to get in
         return self.priority and bool(self.running) and \
@@ -312,7 +335,8 @@ class FastEngine(SchedulerBase):
                 else:
                     tokens, blocks, room = self.first_chunk(i, budget)
                 fits = tokens is not None and \
-                    room <= cache.total_blocks - cache.used + cache.evictable
+                    room <= cache.total_blocks - cache.used + cache.evictable and \
+                    self.reserve_fits(i)
             if not fits:
                 if not self.priority or not self.running:
                     break
@@ -323,6 +347,7 @@ class FastEngine(SchedulerBase):
                 continue
             key = self.pop_waiting()
             self.running[i] = key
+            self.reserve(i)
             if sim.ready[i]:
                 sim.ready[i] = False
                 cache.allocate(blocks)
@@ -459,6 +484,7 @@ class FastEngine(SchedulerBase):
             d += self.swap_s(swap_in + self.swap_out)
             self.swap_out = 0
         self.plan = ("step", t, chunks, new_dec)
+        self.began = t
         self.version += 1
         sim.seq += 1             # sim.push, inline
         heapq.heappush(sim.heap, (t + d, END, sim.seq, self, self.version))
@@ -538,6 +564,7 @@ class FastEngine(SchedulerBase):
             gaps.weights.extend(self.cls_count)
             G = self.G = self.G + k
             sim.iterations += k
+            self.began = t0 + _sum_s(k - 1, a, b, s0, n)   # its last iteration's start
         else:
             self.end_iteration(t)
             G = self.G
@@ -636,7 +663,7 @@ class FastEngine(SchedulerBase):
             last = t0 + _sum_s(done, a, b, s0, n)
         elif plan is not None:
             last = plan[1]
-        lost = [key[2] for key in self.waiting]
+        lost = [key[2] for key in self.waiting] + [i for _, i in self.inbox]
         for i in list(self.running):
             if i in self.dec:
                 self.dec_remove(i)
@@ -644,6 +671,17 @@ class FastEngine(SchedulerBase):
             lost.append(i)
         lost += sorted(self.transferring)
         return self.forget(sorted(lost), t)
+
+
+def _below_floor(gap: float, slope: float) -> int:
+    """Iterations j = 0, 1, ... whose line stays below the floor: the least k >= 1 with
+    ``k * slope >= gap`` (the line at the j-th is ``floor - gap + j * slope``)."""
+    k = max(1, math.ceil(gap / slope))
+    while k > 1 and (k - 1) * slope >= gap:
+        k -= 1
+    while k * slope < gap:
+        k += 1
+    return k
 
 
 def _sum_s(k: int, a: float, b: float, s0: float, n: int) -> float:

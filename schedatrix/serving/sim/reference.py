@@ -25,8 +25,12 @@ work it starts an iteration at time ``t``:
    not fit, unless priority preemption is on and a running request of a lower class can be
    preempted (the lowest first, taken out of this iteration) to make room. A request that
    arrived with its KV (the decode side of a prefilll/decode split) decodes at once.
+   With async scheduling a request that arrived while the previous iteration ran is not yet
+   in the waiting queue (it waits in the inbox: :mod:`~..replica.scheduler`); under
+   guaranteed no evict a request is admitted only when its whole KV fits beside the running
+   requests' reservations.
 3. The iteration's time is ``perf.iteration_s(prefill chunks, decoding requests, their
-   summed context)``, plus the KV swapped in and out over PCIe, plus any wait or slowdown
+   summed context)`` (with async scheduling ``max(GPU, host) + serial``), plus the KV swapped in and out over PCIe, plus any wait or slowdown
    of a link its pipeline crosses. At its end every decoding request has one more token; a
    request whose prompt (plus, after a preemption, its earlier output) is now all in the
    cache emits a token (its first: TTFT); a request with all its output tokens is done and
@@ -66,10 +70,10 @@ class StepEngine(SchedulerBase):
         return -(-tokens // self.sim.cfg.block_tokens)
 
     def unfinished(self) -> int:
-        return len(self.waiting) + len(self.running)
+        return len(self.waiting) + len(self.running) + len(self.inbox)
 
     def waiting_count(self) -> int:
-        return len(self.waiting)
+        return len(self.waiting) + len(self.inbox)
 
     def queued_prefill_tokens(self) -> int:
         sim = self.sim
@@ -81,12 +85,12 @@ class StepEngine(SchedulerBase):
         for i in self.running:
             if i not in self.decoding:
                 total += self.target[i] - sim.computed[i]
-        return total
+        return total + (self.inbox_tokens()[0] if self.inbox else 0)
 
     def outstanding_tokens(self, t: float) -> int:
         sim = self.sim
         total = self.queued_prefill_tokens()
-        for i in self.waiting + self.running:
+        for i in self.waiting + self.running + [j for _, j in self.inbox]:
             total += sim.out[i] - sim.generated[i]
         return total
 
@@ -97,6 +101,10 @@ class StepEngine(SchedulerBase):
         return cache.peek(hashes, prompt_tokens)[0] * cache.hash_block_tokens
 
     def add(self, i: int, t: float) -> None:
+        if not self.to_inbox(i, t):
+            self.enqueue(i, t)
+
+    def enqueue(self, i: int, t: float) -> None:
         self.waiting.append(i)
         self.waiting.sort(key=self.key)
         if not self.busy:
@@ -119,6 +127,10 @@ class StepEngine(SchedulerBase):
     # -- an iteration ------------------------------------------------------------------------
     def step_start(self, t: float) -> None:
         sim, cfg, cache = self.sim, self.sim.cfg, self.cache
+        if self.inbox:
+            self.take_inbox(t, idle=False)
+            if not self.running and not self.waiting:
+                self.take_inbox(t, idle=True)
         self.running.sort(key=self.key)
         order = list(self.running)
         decs_left = sum(i in self.decoding for i in order)
@@ -195,12 +207,23 @@ class StepEngine(SchedulerBase):
             d += moved * self.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9)
             self.swap_tokens = 0
         self.batch = batch
+        self.began = t
         self.version += 1
         sim.push(t + d, END, self, self.version)
         self.note_kv(t)
 
     def try_admit(self, i: int, t: float, budget: int):
         """Admit i now if its first iteration fits: (tokens it takes, tokens swapped in)."""
+        sim, cache = self.sim, self.cache
+        if not self.reserve_fits(i):
+            return None
+        self.reserve(i)      # undone below when it does not fit
+        got = self._try_admit(i, t, budget)
+        if got is None:
+            self.reserved_blocks -= self.reserved.pop(i, 0)
+        return got
+
+    def _try_admit(self, i: int, t: float, budget: int):
         sim, cache = self.sim, self.cache
         if sim.ready[i]:
             blocks = self.blocks_for(sim.computed[i] + 1)
@@ -312,7 +335,8 @@ class StepEngine(SchedulerBase):
 
     def crash(self, t: float) -> list[int]:
         """Everything here is lost at t (the iteration in flight too); returns the requests."""
-        return self.forget(sorted(self.waiting + self.running + sorted(self.transferring)), t)
+        return self.forget(sorted(self.waiting + self.running + [i for _, i in self.inbox]
+                                  + sorted(self.transferring)), t)
 
 
 def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
