@@ -24,8 +24,16 @@ Parallelism, as modelled:
   cost count each side at its own size and price, and two kinds of GPU sit on nodes of their
   own, so the KV move between them crosses InfiniBand.
 
-Every replica's engine runs with CUDA graphs (``cuda_graphs``, vLLM's default) and vLLM's host
-time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`). ``dtype`` (``bf16``
+Every replica runs the serving engine ``engine`` (:mod:`..perf.engines`; default
+``DEFAULT_ENGINE``, vLLM 0.14): its capacity policy, preemption modes, async scheduling
+(``async_scheduling`` None: the engine's default), host costs, and its token budget and
+sequence cap by GPU (``max_batch`` / ``max_batched_tokens`` None: what ``vllm serve`` picks on
+the design's ``gpu``; with chunked prefill off, as vLLM does, a budget of at least the model's
+context). ``preemption`` None is the engine's; ``swap`` with no engine named selects vLLM 0.6,
+the last vLLM with swap (V1 has none). ``client_path`` (``"vllm"`` or ``"none"``, or a
+:class:`~..perf.client_path.ClientPath`) adds the request's path outside the GPU to what a
+client measures. Engines run with CUDA graphs (``cuda_graphs``, vLLM's default) and the
+engine's host time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`). ``dtype`` (``bf16``
 or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or each side's TP) spreads
 a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew`` (0: uniform) is
 the Zipf exponent of its routing (:mod:`..perf.moe`; refused for a dense model).
@@ -38,21 +46,22 @@ from dataclasses import dataclass, fields, replace
 
 from ...errors import InputError
 from ..numbers import check_int, check_real
+from ..perf.client_path import NO_CLIENT_PATH, VLLM_CLIENT_PATH, ClientPath
+from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
+from ..perf.host import host_costs
 from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
-from ..replica.knobs import (
-    DEFAULT_BLOCK_TOKENS,
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_BATCHED_TOKENS,
-    SchedulerConfig,
-)
+from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
 from .admission import Admission
 from .faults import Resilience
 from .layout import Layout, ReplicaPlan
 from .policy import Policy
 
-__all__ = ["Design", "Built", "build", "design_from_dict", "DESIGN_KNOBS"]
+__all__ = ["Design", "Built", "build", "design_from_dict", "DESIGN_KNOBS", "CLIENT_PATHS"]
+
+#: The client paths a design may name.
+CLIENT_PATHS = {"vllm": VLLM_CLIENT_PATH, "none": NO_CLIENT_PATH}
 
 
 @dataclass(frozen=True)
@@ -69,8 +78,8 @@ class Design:
     replicas: int = 1
     prefill_replicas: int = 0
     decode_replicas: int = 0
-    max_batch: int = DEFAULT_MAX_BATCH
-    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
+    max_batch: int | None = None
+    max_batched_tokens: int | None = None
     chunked_prefill: bool = True
     block_tokens: int = DEFAULT_BLOCK_TOKENS
     gpu_memory_share: float = GPU_MEMORY_UTILIZATION
@@ -78,7 +87,7 @@ class Design:
     price_per_gpu_hour: float | None = None
     router: str = "round-robin"
     priority_preemption: bool = False
-    preemption: str = "recompute"
+    preemption: str | None = None
     pcie_gb_s: float = 25.0
     buckets: tuple = ()
     max_queue: int | None = None
@@ -93,10 +102,46 @@ class Design:
     ep: int = 1
     dtype: str = "bf16"
     expert_skew: float = 0.0
+    engine: str | None = None
+    async_scheduling: bool | None = None
+    client_path: str | ClientPath = "vllm"
 
     def __post_init__(self):
         model(self.model)
         gpu(self.gpu)
+        name = self.engine
+        if isinstance(name, EngineProfile):
+            name = name.name
+        if name is None:
+            name = "vllm-0.6" if self.preemption == "swap" else DEFAULT_ENGINE
+        profile = engine(name)       # an unknown name: refused, naming the allowed ones
+        object.__setattr__(self, "engine", profile.name)
+        if self.preemption is not None:
+            if self.preemption not in ("recompute", "swap"):
+                raise InputError(f"preemption must be one of recompute, swap, got "
+                                 f"{self.preemption!r}")
+            profile.check_preemption(self.preemption)
+        if self.async_scheduling is not None:
+            if not isinstance(self.async_scheduling, bool):
+                raise InputError(f"async_scheduling: {self.async_scheduling!r}; allowed: true "
+                                 "or false (on or off on the command line)")
+            profile.check_async(self.async_scheduling)
+        if self.priority_preemption is True and not profile.preemption:
+            raise InputError(f"priority_preemption: true with engine {profile.name}; "
+                             f"{profile.label} never preempts a started request (allowed: "
+                             "false, or an engine that preempts: "
+                             f"{', '.join(n for n, p in ENGINES.items() if p.preemption)})")
+        if isinstance(self.client_path, str):
+            if self.client_path not in CLIENT_PATHS:
+                raise InputError(f"client_path: {self.client_path!r}; allowed: "
+                                 f"{', '.join(CLIENT_PATHS)}")
+        elif not isinstance(self.client_path, ClientPath):
+            raise InputError(f"client_path: {self.client_path!r}; allowed: "
+                             f"{', '.join(CLIENT_PATHS)}")
+        for knob in ("max_batch", "max_batched_tokens"):
+            if getattr(self, knob) is not None:
+                object.__setattr__(self, knob, check_int(knob, getattr(self, knob), 1,
+                                                         10_000_000))
         object.__setattr__(self, "tp", check_int("tp", self.tp, 1, GPUS_PER_NODE))
         if not isinstance(self.cuda_graphs, bool):
             raise InputError(f"cuda_graphs: {self.cuda_graphs!r}; allowed: true or false "
@@ -150,7 +195,7 @@ class Design:
         if self.price_per_gpu_hour is not None:
             object.__setattr__(self, "price_per_gpu_hour", check_real(
                 "price_per_gpu_hour", self.price_per_gpu_hour, 0.0, 1e6))
-        SchedulerConfig(self.max_batch, self.max_batched_tokens, self.chunked_prefill,
+        SchedulerConfig(self.batch_cap(), self.token_budget(), self.chunked_prefill,
                         self.block_tokens)
         buckets = self.buckets
         if isinstance(buckets, dict):
@@ -171,6 +216,46 @@ class Design:
             object.__setattr__(self, "name", self.label())
 
     # -- derived -----------------------------------------------------------------------------
+    def engine_profile(self) -> EngineProfile:
+        return engine(self.engine)
+
+    def batch_cap(self) -> int:
+        """Running requests per scheduler at most: ``max_batch``, or the engine's default on
+        the design's GPU (``vllm serve``'s, capped by the token budget as vLLM caps it)."""
+        if self.max_batch is not None:
+            return self.max_batch
+        cap = self.engine_profile().max_batch(self.gpu)
+        return min(cap, self.token_budget()) if self.max_batched_tokens is None else cap
+
+    def token_budget(self) -> int:
+        """Tokens per iteration at most: ``max_batched_tokens``, or the engine's default on the
+        design's GPU (with chunked prefill off, at least the model's context, as vLLM sets
+        it)."""
+        if self.max_batched_tokens is not None:
+            return self.max_batched_tokens
+        budget = self.engine_profile().max_batched_tokens(self.gpu)
+        if not self.chunked_prefill:
+            budget = max(budget, model(self.model).max_context)
+        return budget
+
+    def async_on(self) -> bool:
+        """Whether the schedulers overlap the host with the GPU (the engine's default unless
+        ``async_scheduling`` says)."""
+        if self.async_scheduling is not None:
+            return self.async_scheduling
+        return self.engine_profile().async_scheduling
+
+    def preemption_mode(self) -> str:
+        """``preemption``, or the engine's first mode (recompute when it never preempts)."""
+        if self.preemption is not None:
+            return self.preemption
+        modes = self.engine_profile().preemption
+        return modes[0] if modes else "recompute"
+
+    def client(self) -> ClientPath:
+        path = self.client_path
+        return CLIENT_PATHS[path] if isinstance(path, str) else path
+
     @property
     def split(self) -> bool:
         return self.prefill_replicas > 0
@@ -247,6 +332,11 @@ class Design:
             text = f"{self.replicas} x {par}"
         if self.router != "round-robin":
             text += f", {self.router} router"
+        if self.engine != DEFAULT_ENGINE:
+            text += f", {self.engine}"
+        if self.async_scheduling is not None and \
+                self.async_scheduling != self.engine_profile().async_scheduling:
+            text += f", async {'on' if self.async_scheduling else 'off'}"
         return text
 
     def admission(self) -> Admission:
@@ -256,17 +346,20 @@ class Design:
     def policy(self, faults=(), resilience: Resilience | None = None,
                seed: int = 0) -> Policy:
         """The design's front door and preemption, with a fault schedule to run."""
+        client = self.client()
         return Policy(self.router, self.admission(), self.priority_preemption,
-                      self.preemption, self.pcie_gb_s, tuple(faults),
-                      resilience or Resilience(), seed)
+                      self.preemption_mode(), self.pcie_gb_s, tuple(faults),
+                      resilience or Resilience(), seed, None if client.off else client)
 
     def perf(self, role: str | None = None) -> PerfModel:
         """The performance model of a ``role``'s replicas (None: the first role's)."""
         role = role or self.roles()[0]
+        profile = self.engine_profile()
+        host = profile.host if self.host_ms is None else host_costs(self.host_ms / 1000)
         return PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
-                         inter_node=self.inter_node, cuda_graphs=self.cuda_graphs,
-                         host_s=None if self.host_ms is None else self.host_ms / 1000,
-                         ep=self.ep, dtype=self.dtype, expert_skew=self.expert_skew)
+                         inter_node=self.inter_node, cuda_graphs=self.cuda_graphs, host=host,
+                         ep=self.ep, dtype=self.dtype, expert_skew=self.expert_skew,
+                         async_scheduling=self.async_on(), serial_s=profile.serial_s)
 
     def single_machine(self) -> bool:
         """One replica on one machine (nothing distributed)."""
@@ -315,9 +408,10 @@ def build(design: Design, hash_block_tokens: int = 0) -> Built:
     if hb and hb % design.block_tokens:
         raise InputError(f"the load's prefix hash blocks ({hb} tokens) must be a multiple of "
                          f"block_tokens ({design.block_tokens})")
-    config = SchedulerConfig(design.max_batch, design.max_batched_tokens,
+    config = SchedulerConfig(design.batch_cap(), design.token_budget(),
                              design.chunked_prefill, design.block_tokens, hb,
-                             model(design.model).max_context)
+                             model(design.model).max_context, design.async_on(),
+                             design.engine_profile().capacity)
     plans, node, free, kind = [], 0, GPUS_PER_NODE, None
     for role in design.roles():
         g = design.gpus_per_replica_of(role)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import InputError
+from ..perf.client_path import ClientPath
 from .admission import Admission
 from .faults import Fault, Resilience
 from .routing import ROUTERS
@@ -25,7 +26,9 @@ class Policy:
         lower class when it can't otherwise be admitted
     preemption : "recompute" or "swap" (to host memory over PCIe, at ``pcie_gb_s`` a GPU)
     faults, resilience : injected failures and how the fleet recovers
-    seed : the router's random choices (power of two)"""
+    seed : the router's random choices (power of two)
+    client_path : the request's path outside the GPU (:class:`~..perf.client_path.ClientPath`;
+        None: the engine's own times)"""
 
     router: str = "round-robin"
     admission: Admission = field(default_factory=Admission)
@@ -35,6 +38,7 @@ class Policy:
     faults: tuple[Fault, ...] = ()
     resilience: Resilience = field(default_factory=Resilience)
     seed: int = 0
+    client_path: ClientPath | None = None
 
     def __post_init__(self):
         if self.router not in ROUTERS:
@@ -47,6 +51,9 @@ class Policy:
                              f"{self.preemption!r}")
         if not self.pcie_gb_s > 0:
             raise InputError(f"pcie_gb_s must be above 0, got {self.pcie_gb_s!r}")
+        if self.client_path is not None and not isinstance(self.client_path, ClientPath):
+            raise InputError(f"client_path must be a ClientPath or None, got "
+                             f"{self.client_path!r}")
         object.__setattr__(self, "faults", tuple(self.faults))
         for f in self.faults:
             if not isinstance(f, Fault):

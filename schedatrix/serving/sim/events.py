@@ -52,6 +52,15 @@ class _Retry:
         self.i = i
 
 
+class _Entry:
+    """A request reaching the scheduler's side after the front end and tokenization."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+
 class _View:
     """A replica as a router sees it."""
 
@@ -109,6 +118,9 @@ class Cluster:
         self.n_classes = len(requests.classes)
         nan = float("nan")
         self.arrival = [nan] * n         # read by every queue's ordering
+        path = getattr(policy, "client_path", None)
+        self.client = None if path is None or path.off else path   # the client's side
+        self.sent = [nan] * n            # when the client sent it (with a client path)
         self.scheduled = _floats(n)
         self.first_token = [nan] * n     # read at every token by the reference
         self.last_token = [nan] * n      # when its latest token left (for the next gap)
@@ -214,6 +226,8 @@ class Cluster:
             if kind == ARRIVE:
                 if type(what) is int:
                     self.arrive(what, t)
+                elif type(what) is _Entry:
+                    self.enter(what.i, t)
                 elif type(what) is _Retry:
                     self.retry(what.i, t)
                 else:
@@ -229,6 +243,16 @@ class Cluster:
 
     # -- the front door ------------------------------------------------------------------------
     def arrive(self, i: int, t: float) -> None:
+        """The client sends request i at t; with a client path it reaches the scheduler's
+        side after the front end and the prompt's tokenization."""
+        client = self.client
+        if client is not None:
+            self.sent[i] = t
+            self.push(t + client.ingress_s(self.inp[i]), ARRIVE, _Entry(i))
+            return
+        self.enter(i, t)
+
+    def enter(self, i: int, t: float) -> None:
         self.arrival[i] = t
         inp, out, cfg = self.inp[i], self.out[i], self.cfg
         if inp + out > cfg.max_model_len:
@@ -332,7 +356,8 @@ class Cluster:
         if self.closed is not None and self.next_closed < self.n:
             nxt = self.next_closed
             self.session[nxt] = self.session[i]
-            self.push(t + self.closed.think_s, ARRIVE, nxt)
+            back = t + (self.client.egress_s if self.client is not None else 0.0)
+            self.push(back + self.closed.think_s, ARRIVE, nxt)
             self.next_closed += 1
 
     def emptied(self, replica: int, t: float) -> None:
@@ -522,13 +547,22 @@ class Cluster:
     def record(self) -> Run:
         engines = [e for es in self.engines for e in es]
         peak = max((e.peak_share() for e in engines), default=0.0)
+        status = np.frombuffer(self.status, dtype=np.int8)
+        arrival = np.array(self.arrival, dtype=float)
+        first = np.array(self.first_token, dtype=float)
+        done = np.frombuffer(self.done, dtype=float)
+        if self.client is not None:   # times as the client sees them
+            sent = np.array(self.sent, dtype=float)
+            arrival = np.where(np.isnan(sent), arrival, sent)
+            first = first + self.client.egress_s          # NaN stays NaN
+            done = np.where(status == COMPLETED, done + self.client.egress_s, done)
         run = Run(
             requests=self.req,
-            status=np.frombuffer(self.status, dtype=np.int8),
-            arrival_s=np.array(self.arrival, dtype=float),
+            status=status,
+            arrival_s=arrival,
             scheduled_s=np.frombuffer(self.scheduled, dtype=float),
-            first_token_s=np.array(self.first_token, dtype=float),
-            done_s=np.frombuffer(self.done, dtype=float),
+            first_token_s=first,
+            done_s=done,
             preemptions=np.frombuffer(self.preemptions, dtype=np.int64),
             replica=np.frombuffer(self.replica_of, dtype=np.int64),
             gaps=self.gaps,

@@ -40,7 +40,7 @@ def service_s(design: Design, input_tokens, output_tokens) -> np.ndarray:
     if inp.shape != out.shape or (inp < 1).any() or (out < 1).any():
         raise InputError("service_s: input_tokens and output_tokens must be equally long "
                          "and every length at least 1")
-    perf, budget = design.perf(), design.max_batched_tokens
+    perf, budget = design.perf(), design.token_budget()
     prefill = {}
     for p in np.unique(inp).tolist():
         s, done = 0.0, 0
