@@ -60,6 +60,7 @@ class SchedulerBase:
         self.kv_noted = 0                      # KV blocks in use at the last note
         self.inbox: list[tuple[float, int]] = []   # (when it arrived, request): async only
         self.began = -1.0                      # when the iteration in flight (or last) began
+        #                                        (-1: none since the scheduler was idle)
         self.reserved: dict[int, int] = {}     # guaranteed no evict: request -> its blocks
         self.reserved_blocks = 0
         self.clear()
@@ -99,8 +100,10 @@ class SchedulerBase:
 
     # -- async scheduling: the inbox ------------------------------------------------------------
     def to_inbox(self, i: int, t: float) -> bool:
-        """An arrival at t: into the inbox (True) when the scheduler is async and busy."""
-        if self.sim.cfg.async_scheduling and self.busy:
+        """An arrival at t: into the inbox (True) when the scheduler is async and an
+        iteration of its busy spell has begun (one arriving as an idle scheduler wakes joins
+        its first iteration)."""
+        if self.sim.cfg.async_scheduling and self.busy and self.began >= 0:
             self.inbox.append((t, i))
             return True
         return False

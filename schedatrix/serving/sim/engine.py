@@ -471,6 +471,7 @@ class FastEngine(SchedulerBase):
         n = len(self.dec)
         if not chunks and not n:
             self.busy = False
+            self.began = -1.0     # idle: the next arrival starts at once
             self.plan = None
             self.swap_out = 0
             sim.emptied(self.replica, t)

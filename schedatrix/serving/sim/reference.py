@@ -194,6 +194,7 @@ class StepEngine(SchedulerBase):
         if not batch:
             self.batch = []
             self.busy = False
+            self.began = -1.0     # idle: the next arrival starts at once
             self.swap_tokens = 0
             sim.emptied(self.replica, t)
             return
