@@ -18,6 +18,7 @@ from ..errors import InputError
 from .cluster.routing import ROUTERS
 from .intake.toml_tables import out_folder
 from .perf.catalog import DTYPES, GPUS, MODELS
+from .perf.engines import DEFAULT_ENGINE, ENGINES
 
 __all__ = ["add_serving_parser"]
 
@@ -52,6 +53,22 @@ def _expert_skew(text):
     return v
 
 
+def _engine(text):
+    """--engine: one of the engine profiles."""
+    if text not in ENGINES:
+        raise argparse.ArgumentTypeError(f"--engine must be one of {', '.join(ENGINES)}, "
+                                         f"got {text!r}")
+    return text
+
+
+def _on_off(flag):
+    def parse(text):
+        if text not in ("on", "off"):
+            raise argparse.ArgumentTypeError(f"{flag} must be on or off, got {text!r}")
+        return text == "on"
+    return parse
+
+
 def _runs_arg(text):
     """--runs: a whole number above 0, or auto."""
     if text.strip().lower() == "auto":
@@ -84,9 +101,19 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--decode-replicas", type=_positive(int, "--decode-replicas"),
                    help="decode replicas of a prefill/decode split")
     g.add_argument("--max-batch", type=_positive(int, "--max-batch"),
-                   help="running requests per scheduler at most (default 256)")
+                   help="running requests per scheduler at most (default: the engine's for "
+                        "the GPU; vllm serve: 1024 on H100/H200, 256 elsewhere)")
     g.add_argument("--max-batched-tokens", type=_positive(int, "--max-batched-tokens"),
-                   help="tokens per iteration at most (default 8192)")
+                   help="tokens per iteration at most (default: the engine's for the GPU; "
+                        "vllm serve: 8192 on H100/H200, 2048 elsewhere)")
+    g.add_argument("--engine", type=_engine, metavar="NAME",
+                   help=f"the serving engine and version ({', '.join(ENGINES)}; default "
+                        f"{DEFAULT_ENGINE}): scheduler, preemption, async scheduling, "
+                        "batch defaults, host costs (docs/serving-calibration.md)")
+    g.add_argument("--async-scheduling", type=_on_off("--async-scheduling"),
+                   metavar="on|off",
+                   help="overlap the host's scheduling with the GPU's step (default: the "
+                        "engine's; vllm-0.14 on)")
     g.add_argument("--chunked-prefill", dest="chunked_prefill", action="store_true",
                    default=None, help="split long prompts over iterations (default)")
     g.add_argument("--no-chunked-prefill", dest="chunked_prefill", action="store_false",
@@ -283,7 +310,8 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "cuda_graphs": "cuda_graphs", "host_ms": "host_ms", "prefill_tp": "prefill_tp",
                  "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
                  "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep",
-                 "expert_skew": "expert_skew"}
+                 "expert_skew": "expert_skew", "engine": "engine",
+                 "async_scheduling": "async_scheduling"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
