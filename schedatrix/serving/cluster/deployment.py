@@ -33,9 +33,9 @@ context). ``preemption`` None is the engine's; ``swap`` with no engine named sel
 the last vLLM with swap (V1 has none). ``client_path`` (``"vllm"`` or ``"none"``, or a
 :class:`~..perf.client_path.ClientPath`) adds the request's path outside the GPU to what a
 client measures. Engines run with CUDA graphs (``cuda_graphs``, vLLM's default) and the
-engine's host time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`). ``dtype`` (``bf16``
-or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or each side's TP) spreads
-a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew`` (0: uniform) is
+engine's host time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`).
+``dtype`` (``bf16`` or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or
+each side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew`` (0: uniform) is
 the Zipf exponent of its routing (:mod:`..perf.moe`; refused for a dense model).
 """
 
@@ -46,10 +46,10 @@ from dataclasses import dataclass, fields, replace
 
 from ...errors import InputError
 from ..numbers import check_int, check_real
+from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
 from ..perf.client_path import NO_CLIENT_PATH, VLLM_CLIENT_PATH, ClientPath
 from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
 from ..perf.host import host_costs
-from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig

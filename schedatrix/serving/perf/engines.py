@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InputError
-from .catalog import GPU, gpu as gpu_of
+from .catalog import GPU
+from .catalog import gpu as gpu_of
 from .host import VLLM_HOST, HostCosts
 
 __all__ = ["EngineProfile", "ENGINES", "DEFAULT_ENGINE", "engine", "CAPACITY_POLICIES",

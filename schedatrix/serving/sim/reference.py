@@ -30,9 +30,9 @@ work it starts an iteration at time ``t``:
    guaranteed no evict a request is admitted only when its whole KV fits beside the running
    requests' reservations.
 3. The iteration's time is ``perf.iteration_s(prefill chunks, decoding requests, their
-   summed context)`` (with async scheduling ``max(GPU, host) + serial``), plus the KV swapped in and out over PCIe, plus any wait or slowdown
-   of a link its pipeline crosses. At its end every decoding request has one more token; a
-   request whose prompt (plus, after a preemption, its earlier output) is now all in the
+   summed context)`` (with async scheduling ``max(GPU, host) + serial``), plus the KV
+   swapped in and out over PCIe, plus any wait or slowdown of a link its pipeline crosses.
+   At its end every decoding request has one more token; a request whose prompt (plus, after a preemption, its earlier output) is now all in the
    cache emits a token (its first: TTFT); a request with all its output tokens is done and
    frees its KV.
 """
@@ -215,7 +215,6 @@ class StepEngine(SchedulerBase):
 
     def try_admit(self, i: int, t: float, budget: int):
         """Admit i now if its first iteration fits: (tokens it takes, tokens swapped in)."""
-        sim, cache = self.sim, self.cache
         if not self.reserve_fits(i):
             return None
         self.reserve(i)      # undone below when it does not fit
