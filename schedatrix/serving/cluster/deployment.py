@@ -34,9 +34,9 @@ the last vLLM with swap (V1 has none). ``client_path`` (``"vllm"`` or ``"none"``
 :class:`~..perf.client_path.ClientPath`) adds the request's path outside the GPU to what a
 client measures. Engines run with CUDA graphs (``cuda_graphs``, vLLM's default) and the
 engine's host time per iteration unless ``host_ms`` gives another (:mod:`..perf.host`).
-``dtype`` (``bf16`` or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or
-each side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew`` (0: uniform) is
-the Zipf exponent of its routing (:mod:`..perf.moe`; refused for a dense model).
+``dtype`` (``bf16`` or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or each
+side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew``
+(0: uniform) is the Zipf exponent of its routing (:mod:`..perf.moe`; refused for a dense model).
 """
 
 from __future__ import annotations

@@ -32,9 +32,9 @@ work it starts an iteration at time ``t``:
 3. The iteration's time is ``perf.iteration_s(prefill chunks, decoding requests, their
    summed context)`` (with async scheduling ``max(GPU, host) + serial``), plus the KV
    swapped in and out over PCIe, plus any wait or slowdown of a link its pipeline crosses.
-   At its end every decoding request has one more token; a request whose prompt (plus, after a preemption, its earlier output) is now all in the
-   cache emits a token (its first: TTFT); a request with all its output tokens is done and
-   frees its KV.
+   At its end every decoding request has one more token; a request whose prompt (plus, after a
+   preemption, its earlier output) is now all in the cache emits a token (its first: TTFT); a
+   request with all its output tokens is done and frees its KV.
 """
 
 from __future__ import annotations
