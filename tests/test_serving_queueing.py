@@ -81,7 +81,9 @@ def test_service_times_are_what_a_one_at_a_time_replica_spends():
     from schedatrix.serving.sim.simulate import simulate
     from schedatrix.serving.studies.queueing import service_s
 
-    for design in (Design(max_batch=1), Design(max_batch=1, max_batched_tokens=512, tp=2)):
+    # the engine's service time: without the client path (which moves done_s, not the replica)
+    for design in (Design(max_batch=1, client_path="none"),
+                   Design(max_batch=1, max_batched_tokens=512, tp=2, client_path="none")):
         req = generate(Load(rate_rps=0.05, input_len="lognormal:1500,0.8",
                             output_len="lognormal:150,0.7"), 0, requests=300)
         run = simulate(req, design)

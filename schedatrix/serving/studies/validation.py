@@ -88,7 +88,8 @@ def _span(row: Published, host: HostCosts):
     static = row.framework in _NO_HOST      # a static batch: every prompt in one step
     design = Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=max(n, 1),
                     max_batched_tokens=max(n * row.input_tokens, 8192) if static else 8192,
-                    chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype)
+                    chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype,
+                    engine="vllm-0.10", client_path="none")  # as the rows were replayed so far
     built = build(design)
     perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
                      host=_host(row, host), dtype=row.dtype)
