@@ -363,6 +363,9 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
             if sim.first_token[i] == sim.first_token[i] and (
                     not times[i] or times[i][0] > sim.first_token[i]):
                 times[i].insert(0, sim.first_token[i])
+        if sim.client is not None:     # as the client receives them, like the run's times
+            egress = sim.client.egress_s
+            times = [[t + egress for t in ts] for ts in times]
         run.token_times = times
     return run
 
