@@ -373,11 +373,12 @@ def test_more_runs_do_not_refuse_the_example_s_design_that_the_every_run_rule_re
 
 def test_accept_exits_1_when_no_design_is_accepted(tmp_path, capsys):
     """Exit statuses mean something (issue 35): 0 a design chosen, 1 none accepted, 2 bad
-    input. One replica at 12 requests/s misses the chat SLO in every run: refused."""
+    input. One replica at 16 requests/s misses the chat SLO in every run: refused (at 12 it
+    met in 2 of 3 runs once the default engine became vLLM 0.14 with async scheduling)."""
     scenario = tmp_path / "s.toml"
     scenario.write_text("""
 [load]
-rate = 12
+rate = 16
 duration = 60
 input_len = "lognormal:600,0.5"
 output_len = "lognormal:100,0.5"
