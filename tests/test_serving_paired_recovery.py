@@ -59,7 +59,9 @@ def test_a_fault_that_does_nothing_reads_no_measurable_damage_on_lesson_11s_flee
         # the floor is the pre-fault-level rule read on the baseline at the fault's time
         assert f.noise_floor_s == recovery_time(base, 120.0)[0]
     # the old reading of this fault is the fleet's own noise: the reviewer's figures
-    assert old == [10, 10, 30, 0, 0, 70, 0, 0, 70, 0]
+    # (vLLM 0.14 with async scheduling; [10, 10, 30, 0, 0, 70, 0, 0, 70, 0] with vLLM 0.10's
+    # synchronous engine)
+    assert old == [0, 30, 0, 0, 0, 70, 0, 0, 70, 0]
     assert floors == old        # the fault changes nothing, so the run is its baseline
 
 
@@ -69,13 +71,13 @@ def test_a_replica_crash_still_reads_damage_well_above_its_noise_floor():
         base, run = lesson_runs(seed, CRASH)
         [f] = fault_figures(run, base)
         assert f.measurable and f.goodput_lost > 0 and f.recovery_s is not None
-        assert 20 <= f.recovery_s <= 40
+        assert 10 <= f.recovery_s <= 40     # 20 to 40 s with vLLM 0.10's synchronous engine
         assert "no measurable" not in f.verdict()
         above += f.noise_floor_s is not None and f.recovery_s >= max(2 * f.noise_floor_s,
                                                                      f.noise_floor_s + 10)
-    # measured: on 7 of seeds 0-9 (floors 0 or 10 s) at least twice the floor and 10 s over
-    # it; on seeds 2, 5 and 8 the floor (30, 70, 70 s) is above the recovery (20 to 30 s),
-    # and the crash still reads damage there because it cost 35 to 90 requests their SLO
+    # measured: on 7 of seeds 0-9 (floors 0 s) at least twice the floor and 10 s over it; on
+    # seeds 1, 5 and 8 the floor (30, 70, 70 s) is above the recovery (10 to 30 s), and the
+    # crash still reads damage there because it cost 40 to 67 requests their SLO
     assert above >= 7
 
 
