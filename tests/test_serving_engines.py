@@ -52,7 +52,7 @@ def test_the_default_engine_is_vllm_at_a_named_version_with_async_scheduling():
     p = engine()
     assert p.name == DEFAULT_ENGINE == "vllm-0.14" and p.version == "0.14.0"
     assert p.async_scheduling and p.preemption == ("recompute",)
-    assert p.capacity == "max-utilization" and p.prefix_reuse_on_recompute
+    assert p.capacity == "max-utilization"
     assert engine("vllm-0.10").async_scheduling is False
 
 

@@ -72,7 +72,6 @@ class EngineProfile:
     capture_sizes : the batch sizes CUDA graphs are captured for
     host : the host's costs per iteration (:mod:`.host`)
     serial_s : with async scheduling, the part of an iteration that stays serial
-    prefix_reuse_on_recompute : a recomputed request hits its own prefix-cache blocks again
     """
 
     name: str
@@ -87,7 +86,6 @@ class EngineProfile:
     capture_sizes: tuple[int, ...] = VLLM_CAPTURE_SIZES
     host: HostCosts = VLLM_HOST
     serial_s: float = ASYNC_SERIAL_S
-    prefix_reuse_on_recompute: bool = True
     gpu_classes: str = "vllm"     # how GPUs are grouped for batch_defaults: "vllm" or "all"
 
     def __post_init__(self):
@@ -138,7 +136,9 @@ _VLLM_BATCH = ((("serve", "large"), (8192, 1024)), (("offline", "large"), (16384
                (("serve", "small"), (2048, 256)), (("offline", "small"), (8192, 256)))
 _V1_PREEMPTION = ("vLLM V1 preempts by recompute only (vllm/v1/core/sched/scheduler.py: a "
                   "preempted request frees its blocks and waits again; no swap space in V1); "
-                  "its recompute hits the request's own blocks in the prefix cache")
+                  "its recompute hits the request's own blocks in the prefix cache (modelled "
+                  "for the prompt's blocks when the load carries prefix hashes; the blocks of "
+                  "its generated tokens are recomputed)")
 _TRT_SOURCE = ("TensorRT-LLM docs, performance tuning guide, 'Useful Runtime Options': "
                "capacity scheduler policies GUARANTEED_NO_EVICT (default: a started request is "
                "never paused) and MAX_UTILIZATION (packs requests, pauses them when the KV "
@@ -174,7 +174,7 @@ ENGINES: dict[str, EngineProfile] = {p.name: p for p in (
                  "were 256 sequences and a budget of max(max_model_len, 2048) without chunked "
                  "prefill: an approximation)"),
         capacity="max-utilization", preemption=("recompute", "swap"), async_scheduling=False,
-        async_supported=False, batch_defaults=_VLLM_BATCH, prefix_reuse_on_recompute=False),
+        async_supported=False, batch_defaults=_VLLM_BATCH),
     EngineProfile(
         name="tensorrt-llm", label="TensorRT-LLM (in-flight batching, guaranteed no evict)",
         version="0.9-1.x",
@@ -184,7 +184,7 @@ ENGINES: dict[str, EngineProfile] = {p.name: p for p in (
         capacity="guaranteed-no-evict", preemption=(), async_scheduling=True,
         async_supported=True, batch_defaults=((("serve", "all"), (8192, 256)),
                                               (("offline", "all"), (8192, 256))),
-        gpu_classes="all", prefix_reuse_on_recompute=False),
+        gpu_classes="all"),
     EngineProfile(
         name="tensorrt-llm-max-utilization",
         label="TensorRT-LLM (in-flight batching, max utilization)", version="0.9-1.x",
@@ -194,7 +194,7 @@ ENGINES: dict[str, EngineProfile] = {p.name: p for p in (
         capacity="max-utilization", preemption=("recompute",), async_scheduling=True,
         async_supported=True, batch_defaults=((("serve", "all"), (8192, 256)),
                                               (("offline", "all"), (8192, 256))),
-        gpu_classes="all", prefix_reuse_on_recompute=False),
+        gpu_classes="all"),
 )}
 
 #: The engine a design runs unless it names another.
