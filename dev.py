@@ -50,7 +50,7 @@ WALKTHROUGH = "notebooks/00_walkthrough.ipynb"
 
 #: The contents manager that serves the lessons and solutions read-only, so JupyterLab's
 #: autosave never writes a half-run lesson where the suite checks it (see its module).
-READ_ONLY_CONTENTS = "schedatrix.course.read_only.CourseContents"
+READ_ONLY_CONTENTS = "schedatrix.course.apps.read_only.CourseContents"
 
 
 def course_command(as_root: bool = False, edit: bool = False) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 from conftest import dev_module
 from tornado import web
 
-from schedatrix.course.read_only import READ_ONLY, CourseContents
+from schedatrix.course.apps.read_only import READ_ONLY, CourseContents
 
 ROOT = Path(__file__).resolve().parents[1]
 dev = dev_module()
