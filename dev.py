@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """One entry point for people and CI: set up a local virtual environment, then run a job.
 
-    python3 dev.py course   # open the course in JupyterLab (the walkthrough first)
+    python3 dev.py course   # open the course in JupyterLab (the walkthrough first; the
+                            # lessons read-only, so autosave leaves them as committed)
+    python3 dev.py course --edit   # the same, with the lessons and solutions writable
     python3 dev.py test     # the whole test suite (unit, property, notebook, browser tests)
     python3 dev.py app      # the walkthrough as a standalone page (Voila)
     python3 dev.py bench    # the benchmark scripts
@@ -46,11 +48,18 @@ TEST_ARGS = ["-m", "pytest", "tests", "notebooks", "solutions", "--nbval",
 WALKTHROUGH = "notebooks/00_walkthrough.ipynb"
 
 
-def course_command(as_root: bool = False) -> list[str]:
+#: The contents manager that serves the lessons and solutions read-only, so JupyterLab's
+#: autosave never writes a half-run lesson where the suite checks it (see its module).
+READ_ONLY_CONTENTS = "schedatrix.course.apps.read_only.CourseContents"
+
+
+def course_command(as_root: bool = False, edit: bool = False) -> list[str]:
     """`jupyter lab` rooted at the repository, so every folder the course names (notebooks/,
     exercises/, solutions/, docs/) is in the file browser, with the walkthrough open first.
-    (Given a file alone, JupyterLab roots itself at the file's folder.)"""
+    (Given a file alone, JupyterLab roots itself at the file's folder.) The lessons and
+    solutions are read-only unless ``edit``: read, run, Save As elsewhere."""
     return [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
+            *([] if edit else [f"--ServerApp.contents_manager_class={READ_ONLY_CONTENTS}"]),
             str(ROOT / WALKTHROUGH), *(["--allow-root"] if as_root else [])]
 
 
@@ -133,7 +142,9 @@ def main(argv: list[str]) -> int:
         return run(PY, *TEST_ARGS, *rest, env=env)
     if job == "course":
         as_root = hasattr(os, "geteuid") and os.geteuid() == 0
-        return run(*course_command(as_root), *rest, env=env)
+        edit = "--edit" in rest
+        rest = [a for a in rest if a != "--edit"]
+        return run(*course_command(as_root, edit), *rest, env=env)
     if job == "app":
         return run(BIN / "schedatrix", "serve", *rest, env=env)
     if job == "exercises":

@@ -16,6 +16,7 @@ from schedatrix import examples
 from schedatrix.errors import InputError
 from schedatrix.serving.reports.plan_report import plan_json, plan_lines
 from schedatrix.serving.studies.plan import load_pool, packs, plan, pool_from_dict
+from schedatrix.text import WIDTH
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,6 +56,7 @@ def test_a_small_pool_places_both_models_and_says_how(small):
     first = small.breaks_first
     assert first.headroom == min(m.headroom for m in small.models)
     text = "\n".join(plan_lines(small))
+    assert max(len(line) for line in plan_lines(small)) <= WIDTH   # fits JupyterLab's output
     assert "a placement fits" in text and "breaks first as load grows: " + first.spec.name \
         in text
     out = json.loads(json.dumps(plan_json(small), allow_nan=False))
@@ -77,6 +79,7 @@ def test_a_pool_too_small_says_who_cannot_be_served_and_the_count_that_would(sma
     assert not none.fits and not none.models and none.unservable
     assert none.smallest_budget == {"h100-80gb": 2}
     text = "\n".join(plan_lines(none))
+    assert max(len(line) for line in plan_lines(none)) <= WIDTH
     assert "no placement fits in 1 x h100-80gb" in text
     assert "the smallest budget that would: 2 x h100-80gb" in text
     # the smallest count it names is enough: the plan above, on 2 GPUs, fits

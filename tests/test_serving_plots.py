@@ -243,3 +243,42 @@ def test_the_design_page_plot_reads_at_the_size_the_page_shows_it():
     assert len(texts) > 12
     for t in texts:
         assert t.get_fontsize() * fig.dpi / 72 * shown >= 11, t.get_text()
+
+
+def test_lesson_09s_gpu_counts_stay_clear_of_each_other_and_of_the_legend():
+    from schedatrix.course.figures.model_sizes import model_sizes_figure
+    from schedatrix.serving.studies.compare import compare_models
+
+    load = Load(rate_rps=3.0, input_len="lognormal:600,0.6", output_len="lognormal:100,0.6",
+                classes=(CHAT,))
+    designs = [Design(replicas=r) for r in (1, 2)] + [Design(tp=2), Design(tp=2, replicas=2),
+                                                       Design(tp=4), Design(tp=8)]
+    by_model = compare_models(designs, ["llama-3.2-3b", "llama-3.1-8b"],
+                              lambda s: generate(load, s, duration_s=30), runs=1)
+    fig = model_sizes_figure(by_model, runs=1)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for ax, c in zip(fig.axes, by_model.values(), strict=True):
+        labels = annotations(ax)
+        assert sorted(t.get_text() for t in labels) == sorted(str(o.design.gpus)
+                                                               for o in c.outcomes)
+        assert_clear(labels, renderer)
+        frame = box(ax, renderer)
+        legend = ax.get_legend()
+        for t in labels:
+            b = text_box(t, renderer)
+            assert frame[0] <= b[0] and b[2] <= frame[2] and frame[1] <= b[1] and b[3] <= frame[3]
+            if legend is not None:
+                assert not boxes_overlap(b, box(legend, renderer))
+
+
+def test_the_compare_reports_series_never_look_alike():
+    from schedatrix.serving.reports.report import PALETTE, series_style
+
+    looks = [(s["color"], s["ls"], s["marker"]) for s in map(series_style, range(36))]
+    assert len(set(looks)) == 36                       # 36 series, 36 looks
+    assert len({(c, ls) for c, ls, _ in looks}) == 36  # even without their markers
+    assert len(set(PALETTE)) == 9 and len({s["color"] for s in map(series_style, range(9))}) == 9
+    fig = plot_series(comparison())
+    lines = [ln for ln in fig.axes[0].lines if not ln.get_label().startswith("_")]
+    drawn = [(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ln in lines]
+    assert len(drawn) == len(comparison().outcomes) and len(set(drawn)) == len(drawn)

@@ -58,8 +58,10 @@ PAGE_INTRO = (
 )
 _TAG = re.compile(r"<[^>]+>")
 _STYLE = """<style>
+.sx-d-table {overflow-x: auto;}
 .sx-d-table table {border-collapse: collapse; font-size: 0.9em;}
 .sx-d-table th, .sx-d-table td {border-bottom: 1px solid #d0d7de; padding: 2px 8px;
+  white-space: nowrap;
   text-align: right;}
 .sx-d-table td:first-child, .sx-d-table th:first-child {text-align: left;}
 .sx-d-pass {color: #1a7f37; font-weight: 600;}

@@ -48,7 +48,7 @@ FAULT_LOAD = Load(rate_rps=8.0, burstiness=0.7, input_len="lognormal:900,0.8",
 FAULT_DESIGN = Design(model="llama-3.1-8b", gpu="a100-80gb", replicas=3, router="least-work")
 _TAG = re.compile(r"<[^>]+>")
 _STYLE = """<style>
-.sx-f-figures td, .sx-f-figures th {padding: 1px 10px 1px 0; text-align: left;}
+.sx-f-figures td, .sx-f-figures th {padding: 1px 10px 1px 0; text-align: left; white-space: nowrap;}
 .sx-f-error {color: #cf222e;}
 </style>"""
 

@@ -43,7 +43,7 @@ def recovery_choices(limit: float | None) -> list[tuple[str, float]]:
     seconds = {30.0, 60.0, 90.0, 120.0} | ({float(limit)} if limit is not None else set())
     return [("no limit", NO_LIMIT)] + [(f"{s:g} s", s) for s in sorted(seconds)]
 _STYLE = """<style>
-.sx-r-table td, .sx-r-table th {padding: 1px 10px 1px 0; text-align: left;}
+.sx-r-table td, .sx-r-table th {padding: 1px 10px 1px 0; text-align: left; white-space: nowrap;}
 .sx-r-yes {color: #1a7f37; font-weight: 600;}
 .sx-r-no {color: #cf222e;}
 </style>"""

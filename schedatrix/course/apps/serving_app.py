@@ -69,7 +69,7 @@ KNOB_GROUPS = {
 _TAG = re.compile(r"<[^>]+>")
 _STYLE = """<style>
 .sx-s-card {border: 1px solid #d0d7de; border-radius: 6px; padding: 2px 8px; margin: 2px;}
-.sx-s-figure {font-size: 1.25em; font-weight: 600; line-height: 1.3em;}
+.sx-s-figure {font-size: 1.25em; font-weight: 600; line-height: 1.3em; white-space: nowrap;}
 .sx-s-label {color: #57606a; font-size: 0.85em; line-height: 1.2em;}
 .sx-s-error {color: #cf222e;}
 </style>"""

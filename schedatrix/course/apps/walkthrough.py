@@ -29,6 +29,7 @@ from ...fleet.plan import Plan
 from ...fleet.presets import PRESETS
 from ...fleet.run_set import SHAPES
 from ...fleet.window import NAMED_WINDOWS
+from ...text import wrap
 from ..figures import plots
 from ..figures.month_plot import MonthPlot
 from ..live import page_text
@@ -56,7 +57,7 @@ _TAG = re.compile(r"<[^>]+>")
 _MATTERED_MONTHS = 400
 _STYLE = """<style>
 .sx-card {border: 1px solid #d0d7de; border-radius: 6px; padding: 2px 8px; margin: 2px;}
-.sx-figure {font-size: 1.35em; font-weight: 600; line-height: 1.3em;}
+.sx-figure {font-size: 1.35em; font-weight: 600; line-height: 1.3em; white-space: nowrap;}
 .sx-label {color: #57606a; font-size: 0.85em; line-height: 1.2em;}
 .sx-lamp {display: inline-block; margin-right: 10px;}
 .sx-dot {display: inline-block; width: 0.8em; height: 0.8em; border-radius: 50%;
@@ -409,8 +410,8 @@ class Walkthrough:
         if isinstance(bundle, dict):
             # What a page without the live kernel shows instead of the widget tree.
             bundle["text/html"] = self.static_html()
-            bundle["text/plain"] = ("The fleet-month walkthrough (run this cell to bring it to "
-                                    "life): " + self.text("verdict"))
+            bundle["text/plain"] = wrap("The fleet-month walkthrough (run this cell to bring it "
+                                       "to life): " + self.text("verdict"))
         return bundle
 
 

@@ -31,6 +31,7 @@ from ...errors import InputError
 from ...fleet.cards import CARD_CLASSES, card_class
 from ...fleet.month import Month, simulate
 from ...fleet.plan import Plan
+from ...text import wrap
 from .fleet_bank import KINDS, LOOKUPS
 from .kit import draw_kinds, find_words, format_drill_set
 from .question import Question, by_id
@@ -128,7 +129,7 @@ class Drill:
                 lines.append(f"      answer: {q.answer_text}. {q.explanation}")
         if answers:
             lines.append(f"  replay: {self.replay}")
-        return "\n".join(lines)
+        return wrap("\n".join(lines))
 
 
 # ---------------------------------------------------------------------------- grading

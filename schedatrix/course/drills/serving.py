@@ -37,6 +37,7 @@ from itertools import combinations
 from ...errors import InputError
 from ...serving.perf.catalog import GPU, GPUS, MODELS, ModelShape
 from ...serving.perf.model import PerfModel, allowed_tp
+from ...text import wrap
 from . import expert as expert_drills
 from . import system as system_drills
 from .kit import draw_kinds, find_words, format_drill_set
@@ -448,7 +449,7 @@ class ServingDrill:
             lines.append(f"  Q{i} [{q.id}] {q.prompt}")
             if answers:
                 lines.append(f"      answer: {q.answer_text}. {q.explanation}")
-        return "\n".join(lines)
+        return wrap("\n".join(lines))
 
 
 def _replica(r: random.Random) -> _Replica:

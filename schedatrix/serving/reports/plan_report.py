@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...text import wrap
 from ..studies.outcome_json import finite
 from ..studies.plan import Plan
 
@@ -15,7 +16,12 @@ def _counts(counts: dict[str, int]) -> str:
 def plan_lines(p: Plan) -> list[str]:
     """The plan in plain lines: the pool, each model's placement, GPUs, verdict and headroom,
     the GPUs used and idle, which model breaks first; or why nothing fits and the smallest
-    count that would."""
+    count that would. Each line fits :data:`schedatrix.text.WIDTH` columns (a long sentence
+    goes on over indented lines)."""
+    return [wrapped for line in _lines(p) for wrapped in wrap(line).split("\n")]
+
+
+def _lines(p: Plan) -> list[str]:
     pool = p.pool
     lines = [f"pool: {pool.describe()}; {pool.attainment:.0%} of each model's requests within "
              f"its SLOs; each rate at steady state (from {pool.requests:,} requests), seed "
@@ -34,15 +40,13 @@ def plan_lines(p: Plan) -> list[str]:
     used, idle = p.gpus_used, p.gpus_idle
     lines.append(f"a placement fits: {_counts(used)} used, {sum(idle.values())} idle "
                  f"({_counts(idle)}), ${p.dollars_per_hour:,.2f} an hour")
-    rows = [("model", "serves", "placement", "GPUs", "verdict at its rate", "headroom")]
+    rows = [("model", "serves", "placement", "GPUs", "in SLOs", "headroom")]
     for m in p.models:
         s, o = m.spec, m.option
-        verdict = (f"{'meets' if m.meets else 'MISSES'} {s.slo_text()} "
-                   f"({o.attained:.1%} of requests)")
         where = ", ".join(o.design.gpus_by_kind())
         rows.append((s.name, f"{s.model} at {s.rate_rps:g} req/s", f"{o.design.name} {where}",
-                     str(o.gpus), verdict,
-                     f"x{m.headroom:.2f} ({m.goodput.max_rate_rps:.3g} req/s)"))
+                     str(o.gpus), f"{'meets' if m.meets else 'MISSES'} {o.attained:.1%}",
+                     f"x{m.headroom:.2f} = {m.goodput.max_rate_rps:.3g} req/s"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
@@ -50,8 +54,9 @@ def plan_lines(p: Plan) -> list[str]:
     first = p.breaks_first
     lines.append(f"breaks first as load grows: {first.spec.name} ({first.spec.model}), at "
                  f"x{first.headroom:.2f} its rate ({first.goodput.max_rate_rps:.3g} req/s)")
-    lines.append("(synthetic loads: model results, not production SLO performance; headroom is "
-                 "each placement's goodput over its model's rate)")
+    lines.append("(in SLOs: the share of the model's requests within its own TTFT and TPOT SLOs "
+                 "at its rate; headroom: the placement's goodput over that rate; synthetic loads: "
+                 "model results, not production SLO performance)")
     return lines
 
 

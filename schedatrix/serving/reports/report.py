@@ -17,7 +17,8 @@ from ..studies.outcome_json import FIGURE_KEYS, design_json, finite
 from .plot_text import label_points, plain_ticks
 
 __all__ = ["FIGURE_KEYS", "COLUMNS", "ALL_COLUMNS", "design_json", "comparison_json", "table",
-           "markdown", "write_report", "plot_series", "plot_cost", "marked_cheapest"]
+           "markdown", "write_report", "plot_series", "plot_cost", "marked_cheapest",
+           "series_style", "PALETTE"]
 
 
 def marked_cheapest(c: Comparison):
@@ -242,14 +243,33 @@ def markdown(comparisons: dict[str, Comparison], scenario: Scenario,
 
 # -- plots -------------------------------------------------------------------------------------
 
-_STYLES = ("-", "--", ":", "-.")
+#: The series' colours: Paul Tol's "muted" scheme, nine colours chosen to stay apart for
+#: readers with any common colour vision (matplotlib's C0..C9 put nine thin lines in hues
+#: close enough to be told apart only by hovering).
+PALETTE = ("#332288", "#CC6677", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933",
+           "#AA4499", "#DDCC77")
+#: Line styles and markers beside the colours, so two series never look alike even in grey
+#: or where their colours are near: k takes colour k mod 9, style k mod 4 and marker k mod 9,
+#: so no two of the first 36 series share a colour and a style.
+_STYLES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
+
+
+def series_style(k: int, points: int = 40) -> dict:
+    """The line style of the ``k``-th series of a plot of ``points`` points: its colour, line
+    style and marker (one every eighth of the series, each series' markers shifted so two
+    never sit at the same x)."""
+    every = max(1, points // 8)
+    return {"color": PALETTE[k % len(PALETTE)], "ls": _STYLES[k % len(_STYLES)],
+            "marker": _MARKERS[k % len(_MARKERS)], "markersize": 4.5,
+            "markevery": (k % every, every)}
 
 
 def plot_series(c: Comparison, ax_ttft=None, ax_good=None, ax_queue=None, ax_kv=None):
-    """p95 TTFT, goodput, waiting requests and KV use per window, one line per design: the
-    cheapest design meeting the SLOs drawn bold (while none is decided, the cheapest leaning to
-    a pass, labelled undecided), the others thin; the legend beside the panels, not over
-    them."""
+    """p95 TTFT, goodput, waiting requests and KV use per window, one line per design, each
+    in its own colour, line style and marker (:func:`series_style`): the cheapest design
+    meeting the SLOs drawn bold (while none is decided, the cheapest leaning to a pass,
+    labelled undecided), the others thin; the legend beside the panels, not over them."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
     fig = None
@@ -265,8 +285,7 @@ def plot_series(c: Comparison, ax_ttft=None, ax_good=None, ax_queue=None, ax_kv=
             continue
         mid = s.start_s + s.window_s / 2
         bold = o.design.name == best
-        style = {"color": f"C{k % 10}", "ls": _STYLES[k // 10 % len(_STYLES)],
-                 "lw": 2.4 if bold else 1.0, "alpha": 1.0 if bold else 0.75,
+        style = {**series_style(k, len(mid)), "lw": 2.4 if bold else 1.1,
                  "zorder": 3 if bold else 2}
         label = o.design.name + (f" ({words})" if bold else "")
         ax_ttft.plot(mid, s.ttft_p95, label=label, **style)

@@ -1,0 +1,56 @@
+"""Lesson 09's figure: the same designs for each model size, p95 TTFT against cost, each point
+labelled with its design's GPU count, clear of the other labels, the points and the legend."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...serving.reports.plot_text import label_points, plain_ticks
+
+__all__ = ["model_sizes_figure"]
+
+_BLUE, _STAR, _SLO = "#3b75af", "#f2a93b", "#c8443b"
+
+
+def model_sizes_figure(by_model: dict, ttft_slo_s: float = 1.0, runs: int = 3):
+    """One panel per model of ``by_model`` (model name -> Comparison): each design at its mean
+    p95 TTFT and cost per million output tokens, filled where it met the SLOs in every run,
+    labelled with its GPU count (:func:`label_points`: no two labels overlap); the cheapest
+    design passing (or, undecided, leaning to pass) starred; the TTFT SLO dashed."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(13, 3.8))
+    axes = fig.subplots(1, len(by_model))
+    axes = np.atleast_1d(axes)
+    points, legends = [], []
+    for ax, (name, c) in zip(axes, by_model.items(), strict=True):
+        xs = [o.mean("ttft_p95") for o in c.outcomes]
+        ys = [float(np.mean(o.cost_per_mtok())) for o in c.outcomes]
+        for o, x, y in zip(c.outcomes, xs, ys, strict=True):
+            filled = o.label().lower().startswith("pass")
+            ax.scatter([x], [y], s=30, color=_BLUE if filled else "white", edgecolors=_BLUE,
+                       zorder=2)
+        best = c.cheapest or c.cheapest_indicative
+        if best is not None:
+            words = "passing" if best is c.cheapest else "leaning to pass"
+            ax.scatter([best.mean("ttft_p95")], [np.mean(best.cost_per_mtok())], s=160,
+                       marker="*", color=_STAR, zorder=3,
+                       label=f"cheapest {words}: {best.design.name}")
+        ax.axvline(ttft_slo_s, color=_SLO, linestyle="--", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.margins(0.15)
+        plain_ticks(ax.xaxis)
+        plain_ticks(ax.yaxis)
+        ax.set_xlabel(f"p95 TTFT (s), mean of {runs} runs")
+        ax.set_ylabel("$ per million output tokens")
+        ax.set_title(name, fontsize=10, loc="left")
+        legends.append(ax.legend(fontsize=8, frameon=False, loc="upper right")
+                       if best is not None else None)
+        points.append((ax, xs, ys, [str(o.design.gpus) for o in c.outcomes]))
+    fig.suptitle(f"Filled: met the SLOs in all {runs} runs (pass?); numbers: GPUs; dashed: "
+                 "the TTFT SLO", fontsize=10)
+    fig.tight_layout()
+    for (ax, xs, ys, names), legend in zip(points, legends, strict=True):
+        label_points(ax, xs, ys, names, fontsize=7, avoid=[legend] if legend else ())
+    return fig
