@@ -34,7 +34,9 @@ def test_fp8_weights_is_what_an_fp8_replica_holds():
     for q in _draws(fp8_weights):
         name = next(m for m in MODELS if q.prompt.startswith(m + " "))
         tp = int(re.search(r"TP(\d+) replica", q.prompt).group(1))
-        pm = PerfModel(name, "h200", tp=tp, dtype="fp8")
+        gpu = re.search(r"replica on ([\w.-]+) hold", q.prompt).group(1)
+        assert gpu in ("h100-80gb", "h200")             # FP8 tensor cores: not the A100
+        pm = PerfModel(name, gpu, tp=tp, dtype="fp8")
         assert q.answer == pytest.approx(pm.weights_bytes_per_gpu / 1e9, rel=1e-9)
         # FP8 holds less than BF16, never less than half
         bf16 = PerfModel(name, "h200", tp=tp).weights_bytes_per_gpu / 1e9

@@ -1,5 +1,6 @@
 """Serving drills: reproducible by number, no leaks, balanced answers, answers that agree with
-the library's performance model, feedback that never gives the answer."""
+the library's performance model, setups the simulator takes, feedback that never gives the
+answer."""
 
 from __future__ import annotations
 
@@ -7,19 +8,26 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from schedatrix.cli import main
 from schedatrix.course.drills import serving as sd
 from schedatrix.errors import InputError
+from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.cluster.faults import Resilience
+from schedatrix.serving.figures.record import COMPLETED
+from schedatrix.serving.load.requests import Requests
 from schedatrix.serving.perf.catalog import GPUS, MODELS
 from schedatrix.serving.perf.kernels import allreduce_s
 from schedatrix.serving.perf.model import PerfModel
 from schedatrix.serving.replica.kv_cache import largest_batch
+from schedatrix.serving.sim.simulate import simulate
+from schedatrix.serving.studies.queueing import mg1
 
-COUNT = 900
+COUNT = 1000          # drills 0 to 999
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +152,7 @@ def test_answers_agree_with_the_library(many):
                 assert q.accepted and (q.answer == "none") == (q.accepted == {"none"})
                 # a smaller batch cap is never accepted: it moves the wait to the queue
                 assert "max_batch" not in q.accepted and q.accepted <= {"tp", "gpu", "none"}
+                _check_slo(q, model, gpu, tp)
             elif q.id in SYSTEM_CHECKS:
                 SYSTEM_CHECKS[q.id](q, model, gpu, tp)
     assert all(seen[k] for k in sd.SERVING_KINDS)
@@ -151,6 +160,52 @@ def test_answers_agree_with_the_library(many):
 
 def _num(pattern, text, kind=float):
     return kind(re.search(pattern, text).group(1).replace(",", ""))
+
+
+def _slo_setup(q):
+    """(batch, context, budget, prompt, output, TTFT SLO ms, TPOT SLO ms) as printed."""
+    batch, context = (int(x.replace(",", "")) for x in re.search(
+        r"a batch of (\d+) requests of ([\d,]+) tokens", q.prompt).groups())
+    budget = _num(r"token budget of ([\d,]+) a step", q.prompt, int)
+    prompt, output = (int(x.replace(",", "")) for x in re.search(
+        r"A request of ([\d,]+) prompt and (\d+) output tokens", q.prompt).groups())
+    ttft, tpot = (int(x) for x in re.search(r"TTFT <= (\d+) ms and TPOT <= (\d+) ms",
+                                             q.prompt).groups())
+    return batch, context, budget, prompt, output, ttft, tpot
+
+
+def _slo_ms(model, gpu, tp, batch, context, prompt):
+    """TTFT and TPOT of the SLO question's request, ms, by the glossary's definitions and the
+    library's performance model: TTFT from its arrival (the decode step under way, then the
+    step its prefill joins), TPOT a decode step with it in the batch."""
+    perf = PerfModel(model, gpu, tp=tp)
+    ctx = batch * context
+    ttft = perf.iteration_s((), batch, ctx) + perf.iteration_s([(prompt, 0)], batch, ctx)
+    return 1e3 * ttft, 1e3 * perf.iteration_s((), batch + 1, ctx + prompt)
+
+
+def _check_slo(q, model, gpu, tp):
+    batch, context, _budget, prompt, _out, ttft_slo, tpot_slo = _slo_setup(q)
+    ttft, tpot = _slo_ms(model, gpu, tp, batch, context, prompt)
+    # the printed steps are the library's, and their sum is the TTFT the answer judges
+    wait, joined, decode = (float(x) for x in re.search(
+        r"arrives into takes ([\d.]+) ms, the step its prefill joins ([\d.]+) ms, and a "
+        r"decode step with it in the batch ([\d.]+) ms", q.prompt).groups())
+    assert wait + joined == pytest.approx(ttft, abs=0.11) and decode == pytest.approx(tpot,
+                                                                                   abs=0.06)
+    fails = [n for n, v, slo in (("ttft", ttft, ttft_slo), ("tpot", tpot, tpot_slo)) if v > slo]
+    assert fails == ([] if q.answer == "none" else [q.answer])
+    if q.answer != "none":
+        turned = {"tp": (gpu, 2 * tp), "gpu": ("h200", tp)}
+        repairs = set()
+        for knob, (g, t) in turned.items():
+            try:
+                a, b = _slo_ms(model, g, t, batch, context, prompt)
+            except InputError:
+                continue
+            if (knob != "gpu" or gpu != "h200") and a <= ttft_slo and b <= tpot_slo:
+                repairs.add(knob)
+        assert q.accepted == repairs
 
 
 def _check_mg1(q, *_):
@@ -184,8 +239,9 @@ def _gpus_of(name):
 
 
 def _check_goodput(q, *_):
-    a = re.search(r"SLOs \(DistServe's goodput\): (.+?) of [\w.-]+, ([\d.]+) requests", q.prompt)
-    b = re.search(r"the prefill/decode split (.+?) \(P prefill.*?shown\), ([\d.]+) a second",
+    a = re.search(r"DistServe's goodput\): (.+?) of [\w.-]+ on [\w.-]+, ([\d.]+) requests",
+                  q.prompt)
+    b = re.search(r"the prefill/decode (split .+?) \(P prefill.*?shown\), ([\d.]+) a second",
                   q.prompt)
     per = [float(m.group(2)) / _gpus_of(m.group(1)) for m in (a, b)]
     assert q.answer == pytest.approx(max(per))
@@ -283,3 +339,164 @@ def test_drills_command_serving(capsys):
     out = capsys.readouterr().out
     assert out.startswith("Serving drill 3 ") and "Serving drill 4 " in out
     assert "ANSWER KEY" in out and out.count("answer: ") == 2 * sd.PER_DRILL
+
+
+# ---------------------------------------------------------------------------- setups
+
+
+def _serve(design, prompts, outputs, arrivals=None, hashes=None, hash_block=0, faults=(),
+           resilience=None):
+    """A run of these requests on ``design`` (``hashes``: each request's prefix-block hashes)."""
+    n = len(prompts)
+    offsets = values = None
+    if hashes is not None:
+        offsets = np.cumsum([0] + [len(h) for h in hashes]).astype(np.int64)
+        values = np.asarray([v for h in hashes for v in h], dtype=np.int64)
+    req = Requests(np.asarray(np.zeros(n) if arrivals is None else arrivals, dtype=float),
+                   np.asarray(prompts, dtype=np.int64), np.asarray(outputs, dtype=np.int64),
+                   np.zeros(n, dtype=np.int16), hash_offsets=offsets, hash_values=values,
+                   meta={"hash_block_tokens": hash_block} if hash_block else {})
+    return simulate(req, design, faults=faults, resilience=resilience)
+
+
+def _all_served(run):
+    assert not run.reasons, run.reasons                  # nothing refused at the door
+    assert (run.status == COMPLETED).all()
+
+
+def _setup_largest_batch(q, design, m):
+    cache, block, prompt, output, cap = (int(x.replace(",", "")) for x in
+                                         re.findall(r"\d[\d,]*", q.prompt)[:5])
+    assert prompt + output <= m.max_context
+    assert q.answer == largest_batch(cache, prompt, output, block, cap)
+    # the cache printed is the replica's, rounded to a thousand tokens
+    assert abs(cache - build(design).kv_blocks_per_replica * block) <= 500 + block
+    run = _serve(replace(design, max_batch=cap), [prompt] * q.answer, [output] * q.answer)
+    _all_served(run)
+
+
+def _setup_decode_batch(q, design, m):
+    """A step-time or all-reduce question's batch: that many requests decoding at that context
+    (the all-reduce question's at 512 tokens), all in the cache at once."""
+    batch = int(re.search(r"(\d+) requests", q.prompt).group(1))
+    found = re.search(r"requests of ([\d,]+) tokens of context", q.prompt)
+    context = int(found.group(1).replace(",", "")) if found else 512
+    assert batch <= design.max_batch and context < m.max_context
+    run = _serve(design, [context - 15] * batch, [16] * batch)     # the last step at context
+    _all_served(run)
+    assert run.preemptions.sum() == 0
+    PerfModel(m.name, design.gpu, tp=design.tp).iteration_s((), batch, batch * context)
+
+
+def _setup_slo(q, design, m):
+    batch, context, budget, prompt, output, *_ = _slo_setup(q)
+    # the whole prompt is prefilled in one step beside the batch's decode tokens
+    assert prompt + batch <= budget and batch + 1 <= design.max_batch
+    assert prompt + output <= m.max_context and context < m.max_context
+    d = replace(design, max_batched_tokens=budget)
+    blocks = build(d).kv_blocks_per_replica
+    assert batch * -(-(context + 1) // 16) + -(-(prompt + output) // 16) <= blocks
+    run = _serve(d, [context - 15] * batch + [prompt], [64] * batch + [output],
+                 arrivals=[0.0] * batch + [0.05])
+    _all_served(run)
+
+
+def _setup_mg1(q, *_):
+    rate = _num(r"stream at ([\d.]+) a second", q.prompt)
+    mean = _num(r"average (\d+) ms", q.prompt) / 1e3
+    cv = _num(r"variation of ([\d.]+)\.", q.prompt)
+    assert 1e3 * mg1(rate, [mean * (1 - cv), mean * (1 + cv)]).wait_s == pytest.approx(q.answer)
+
+
+def _design_of(name, model, gpu):
+    """The Design a goodput question's printed name describes."""
+    if found := re.fullmatch(r"(\d+) x TP(\d+)", name):
+        n, tp = map(int, found.groups())
+        return Design(model=model, gpu=gpu, tp=tp, replicas=n)
+    if found := re.fullmatch(r"split P(\d+):D(\d+) TP(\d+)", name):
+        p, d, tp = map(int, found.groups())
+        return Design(model=model, gpu=gpu, tp=tp, replicas=0, prefill_replicas=p,
+                      decode_replicas=d)
+    p, ptp, d, dtp = map(int, re.fullmatch(r"split P(\d+) TP(\d+) : D(\d+) TP(\d+)",
+                                           name).groups())
+    return Design(model=model, gpu=gpu, tp=min(ptp, dtp), replicas=0, prefill_replicas=p,
+                  decode_replicas=d, prefill_tp=ptp, decode_tp=dtp)
+
+
+def _setup_goodput(q, design, m):
+    a = re.search(r"goodput\): (.+?) of ([\w.-]+) on ([\w.-]+), ([\d.]+) requests", q.prompt)
+    b = re.search(r"the prefill/decode (split .+?) \(P prefill.*?shown\), ([\d.]+) a second",
+                  q.prompt)
+    model, gpu = a.group(2), a.group(3)
+    assert gpu == design.gpu
+    per = []
+    for name, rate in ((a.group(1), a.group(4)), (b.group(1), b.group(2))):
+        d = _design_of(name, model, gpu)
+        assert d.name == name
+        build(d)                                       # the simulator builds it
+        per.append(float(rate) / d.gpus)
+    assert q.answer == pytest.approx(max(per))
+
+
+def _setup_prefix(q, design, m):
+    shared = _num(r"same ([\d,]+)-token system prompt", q.prompt, int)
+    block = _num(r"blocks of (\d+) tokens", q.prompt, int)
+    prompt = _num(r"A ([\d,]+)-token prompt", q.prompt, int)
+    assert prompt + sd.PROMPT_ROOM <= m.max_context
+    hashes = [[b if (b + 1) * block <= shared else 10**6 * who + b
+               for b in range(prompt // block)] for who in (1, 2)]
+    # the second request arrives long after the first has finished and left its blocks
+    run = _serve(design, [prompt, prompt], [sd.PROMPT_ROOM] * 2, arrivals=[0.0, 600.0],
+                 hashes=hashes, hash_block=block)
+    _all_served(run)
+    assert run.prefix_hit_tokens == prompt - q.answer
+
+
+def _setup_kv_move(q, design, m):
+    tp_p = _num(r"prefill replica of TP(\d+)", q.prompt, int)
+    tp_d = _num(r"decode replica of TP(\d+)", q.prompt, int)
+    tokens = _num(r"a ([\d,]+)-token prompt", q.prompt, int)
+    split = Design(model=m.name, gpu=design.gpu, tp=tp_p, replicas=0, prefill_replicas=1,
+                   decode_replicas=1, prefill_tp=tp_p, decode_tp=tp_d)
+    run = _serve(split, [tokens], [sd.PROMPT_ROOM])
+    _all_served(run)
+
+
+def _setup_fp8(q, *_):
+    name = next(n for n in MODELS if q.prompt.startswith(n + " "))
+    tp = _num(r"TP(\d+) replica", q.prompt, int)
+    gpu = re.search(r"replica on ([\w.-]+) hold", q.prompt).group(1)
+    pm = PerfModel(name, gpu, tp=tp, dtype="fp8")           # FP8 runs there, and it fits
+    assert q.answer == pytest.approx(pm.weights_bytes_per_gpu / 1e9)
+
+
+def _setup_expert(q, *_):
+    name = next(n for n in ("mixtral-8x7b", "qwen3-30b-a3b") if q.prompt.startswith(n))
+    n = _num(r"runs (\d+) request", q.prompt, int)
+    PerfModel(name, "h200", tp=2).iteration_s((), n, n * 512)
+
+
+SETUPS = {"largest_batch": _setup_largest_batch, "step_time": _setup_decode_batch,
+          "allreduce_bytes": _setup_decode_batch, "slo": _setup_slo, "mg1_wait": _setup_mg1,
+          "goodput_per_gpu": _setup_goodput, "prefix_cache": _setup_prefix,
+          "kv_move": _setup_kv_move, "fp8_weights": _setup_fp8, "expert_reads": _setup_expert}
+
+
+@pytest.mark.slow
+def test_every_drill_setup_is_one_the_simulator_takes(many):
+    """Drills 0 to 999: the replica each describes builds, and every request, batch, design or
+    restart a question sets up is admitted and served by the simulator (or timed by the
+    performance model, for a step), with the answer the library gives."""
+    checked = Counter()
+    for d in many:
+        model, gpu, tp = _facts_of(d)
+        design = Design(model=model, gpu=gpu, tp=tp)
+        build(design)
+        for q in d.questions:
+            if q.id in SETUPS:
+                SETUPS[q.id](q, design, MODELS[model])
+                checked[q.id] += 1
+    assert set(checked) == set(SETUPS)
+    # Llama 2 7B's 4,096-token context is among the setups checked
+    assert any(_facts_of(d)[0] == "llama-2-7b" and any(q.id == "slo" for q in d.questions)
+               for d in many)

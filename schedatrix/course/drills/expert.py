@@ -21,6 +21,9 @@ __all__ = ["expert_reads", "fp8_weights", "KINDS"]
 _MOE = ("mixtral-8x7b", "qwen3-30b-a3b")
 _DENSE = ("llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b")
 _BATCHES = (1, 2, 3, 4, 8, 16, 32)
+#: GPUs with FP8 tensor cores, where an FP8 replica of every dense model here at TP >= 2 (and
+#: the small ones at TP1) fits.
+_FP8_GPUS = ("h100-80gb", "h200")
 
 
 def _pick(r: random.Random, options):
@@ -55,8 +58,10 @@ def expert_reads(r: random.Random) -> Question:
 
 def fp8_weights(r: random.Random) -> Question:
     """GB of weights each GPU of a TP replica holds in FP8: the decoder's weights at 1 byte,
-    the embedding and the LM head (once when tied) at 2, an even share a GPU."""
+    the embedding and the LM head (once when tied) at 2, an even share a GPU, on a GPU with
+    FP8 tensor cores (the A100 has none) where the replica fits."""
     m = MODELS[_pick(r, _DENSE)]
+    gpu = _pick(r, _FP8_GPUS)
     tps = [t for t in allowed_tp(m) if t <= m.kv_heads]
     tp = _pick(r, tps if m.params < 20e9 else [t for t in tps if t >= 2])
     emb = m.embedding_params
@@ -67,7 +72,7 @@ def fp8_weights(r: random.Random) -> Question:
         f"{m.name} has {m.params / 1e9:g} billion weights; its embedding and LM head are "
         f"{m.vocab:,} x {m.hidden:,} ({tied}). In an FP8 checkpoint the decoder's weights take "
         "1 byte each and the embedding and LM head stay in BF16 (2 bytes). How many GB of "
-        f"weights does each GPU of a TP{tp} replica hold?",
+        f"weights does each GPU of a TP{tp} replica on {gpu} hold?",
         gb, "figure",
         f"Embedding and head: {emb / 1e9:.3f} billion weights x 2 bytes; the other "
         f"{(m.params - emb) / 1e9:.3f} billion x 1 byte; together "

@@ -5,12 +5,12 @@ asks three questions drawn from a bank of fourteen kinds. Six are about the repl
 bytes a token holds, the KV capacity of the replica, the largest batch that fits, a decode
 step's time by the roofline, the bytes one GPU sends in a step's all-reduces, and which SLO
 fails and which knob repairs it. Six are about the system around it
-(:mod:`.system_drills`): a one-at-a-time replica's queue by Pollaczek-Khinchine, Little's law,
+(:mod:`.system`): a one-at-a-time replica's queue by Pollaczek-Khinchine, Little's law,
 DistServe's goodput per GPU, the prefix cache, the KV move of a prefill/decode split, and the
-time a crashed replica takes to serve again. Two are lesson 13's (:mod:`.expert_drills`): the
+time a crashed replica takes to serve again. Two are lesson 13's (:mod:`.expert`): the
 expert weights a mixture-of-experts decode step reads, and the weights an FP8 replica holds.
-No kind makes up more than a fifth of the questions (tests/test_serving_drills.py counts 900
-drills).
+No kind makes up more than a fifth of the questions (tests/test_serving_drills.py counts
+drills 0 to 999).
 As in the fleet drills (:mod:`schedatrix.course.drills.fleet`), everything is drawn from Python's
 ``random.Random`` seeded by the drill's number (only ``random()``, whose sequence Python keeps
 stable), answers are balanced (the SLO question fails TTFT, TPOT or neither equally often),
@@ -20,11 +20,20 @@ other answer.
 
 Every number a prompt prints is the one its answer is computed from (a learner works from the
 page); the answers agree with the library's :class:`~schedatrix.serving.perf.model.PerfModel`
-(tests/test_serving_drills.py). The SLO question's figures come from that performance model,
-and the knobs it accepts are the ones whose turn, timed by the same model, meets both SLOs:
-tensor parallelism doubled, or an H200. A smaller batch cap is not offered: it shortens the
-joined step by keeping requests out of the batch, and those wait in the queue instead (lesson
-08: a cap of 8 raises p95 TTFT far past any SLO), which this question's figures do not see.
+(tests/test_serving_drills.py). Every setup a drill describes is one the simulator takes
+(tests/test_serving_drills.py runs those of drills 0 to 999 through it): a request's prompt and
+output within the model's context (Llama 2's 4,096 tokens), a batch within the KV cache and
+the scheduler's caps, a prompt the SLO question says is prefilled in one step within that
+step's token budget.
+
+The SLO question's figures come from that performance model, and its terms are the lessons'
+(docs/glossary.md): TTFT from the request's arrival to its first token, the wait in the queue
+included (here the decode step under way when it arrives, then the step its prefill joins),
+TPOT the time per output token after the first (a decode step with it in the batch). The
+knobs it accepts are the ones whose turn, timed by the same model, meets both SLOs: tensor
+parallelism doubled, or an H200. A smaller batch cap is not offered: it shortens the steps by
+keeping requests out of the batch, and those wait in the queue instead (lesson 08: a cap of 8
+raises p95 TTFT far past any SLO), which this question's one request does not see.
 """
 
 from __future__ import annotations
@@ -45,7 +54,8 @@ from .question import Question, by_id
 
 __all__ = ["Question", "ServingDrill", "SERVING_KINDS", "SLO_KNOBS", "PER_DRILL",
            "USABLE_SHARE", "RESERVE_GB", "HBM_SHARE", "BLOCK_TOKENS", "MAX_BATCH",
-           "serving_drill", "serving_drill_set", "format_serving_drills", "leaks"]
+           "SLO_PROMPTS", "SLO_OUTPUT", "SLO_BUDGETS", "PROMPT_ROOM", "serving_drill",
+           "serving_drill_set", "format_serving_drills", "leaks"]
 
 #: Questions per drill.
 PER_DRILL = 3
@@ -57,6 +67,15 @@ HBM_SHARE = 0.85
 #: The KV cache's block and the scheduler's batch cap, for the largest-batch question.
 BLOCK_TOKENS = 16
 MAX_BATCH = 256
+#: The SLO question: the prompts it draws from, the output its request asks for and the token
+#: budgets a step may have (vLLM's max_num_batched_tokens); it draws only a prompt the
+#: simulator admits and prefills in one step beside the batch (``_slo_prompts``).
+SLO_PROMPTS = (500, 1000, 1500, 2000, 3000, 4000, 6000)
+SLO_OUTPUT = 128
+SLO_BUDGETS = (2048, 4096, 8192)
+#: Output tokens every prompt the system kinds draw leaves room for within the model's
+#: context (prompt + output <= max_context, as the simulator admits a request).
+PROMPT_ROOM = system_drills.PROMPT_ROOM
 #: The knob turns the SLO question offers (tp, gpu), as the learner may name them, and the one
 #: it does not (max_batch), recognised so that its feedback can say why.
 SLO_KNOBS = {"tp": "tp", "tensor": "tp", "tensor parallelism": "tp",
@@ -144,7 +163,9 @@ def _largest_batch(rep: _Replica, r: random.Random) -> Question | None:
     # a round capacity as the prompt prints it, and lengths where the cache (not the cap of
     # MAX_BATCH) usually decides
     shown = int(round(cap, -3))
-    prompt = _pick(r, (1000, 1500, 2000, 3000, 4000, 6000))
+    # lengths the model takes: prompt + output within its context
+    longest = rep.model.max_context - 1016
+    prompt = _pick(r, [p for p in (1000, 1500, 2000, 3000, 4000, 6000) if p <= longest])
     output = _pick(r, (100, 150, 250, 500, 1000)) + int(r.random() * 16)
     per = -(-(prompt + output) // BLOCK_TOKENS)
     batch = min(MAX_BATCH, (shown // BLOCK_TOKENS) // per)
@@ -219,16 +240,25 @@ def _allreduce_bytes(rep: _Replica, r: random.Random) -> Question | None:
 
 
 def _slo_figures(model: ModelShape, gpu: str, tp: int, batch: int, context: int,
-                 prompt: int) -> tuple[float, float] | None:
-    """(TTFT-like, TPOT-like) seconds by the library's performance model: the step where a
-    ``prompt``-token prefill joins ``batch`` decoding requests, and a decode step alone; None
-    when the model does not fit."""
+                 prompt: int) -> tuple[float, float, float] | None:
+    """(the decode step a request arrives into, the step its prefill joins, a decode step
+    with it in the batch), seconds by the library's performance model, for a ``prompt``-token
+    request joining ``batch`` requests of ``context`` tokens each; None when the model does not
+    fit."""
     try:
         perf = PerfModel(model, gpu, tp=tp)
     except InputError:
         return None
     ctx = batch * context
-    return perf.iteration_s([(prompt, 0)], batch, ctx), perf.iteration_s((), batch, ctx)
+    return (perf.iteration_s((), batch, ctx), perf.iteration_s([(prompt, 0)], batch, ctx),
+            perf.iteration_s((), batch + 1, ctx + prompt))
+
+
+def _ttft_tpot(figures: tuple[float, float, float]) -> dict[str, float]:
+    """TTFT and TPOT in ms from the three steps: TTFT from the arrival (the wait for the step
+    under way, then the step that prefills the prompt), TPOT one decode step with it in."""
+    wait, joined, decode = (1e3 * v for v in figures)
+    return {"ttft": wait + joined, "tpot": decode}
 
 
 def _slo(rep: _Replica, r: random.Random) -> Question | None:
@@ -242,18 +272,30 @@ def _slo(rep: _Replica, r: random.Random) -> Question | None:
     return None
 
 
+def _slo_prompts(rep: _Replica, budget: int) -> list[int]:
+    """The prompts the SLO question may draw: prefilled whole in one step beside the batch's
+    decode tokens (``budget``), within the model's context with its output, and with room in
+    the KV cache beside the batch (the simulator admits it and runs it that way)."""
+    room = _capacity(rep) - rep.batch * rep.context
+    return [p for p in SLO_PROMPTS if p + rep.batch <= budget
+            and p + SLO_OUTPUT <= rep.model.max_context and p + SLO_OUTPUT <= room]
+
+
 def _slo_case(rep: _Replica, r: random.Random, want: str) -> Question | None:
     m, g, tp = rep.model, rep.gpu, rep.tp
-    prompt = _pick(r, (2000, 4000, 8000))
+    budget = _pick(r, SLO_BUDGETS)
+    prompts = _slo_prompts(rep, budget)
+    if not prompts:
+        return None
+    prompt = _pick(r, prompts)
     base = _slo_figures(m, g.name, tp, rep.batch, rep.context, prompt)
     if base is None:
         return None
+    shown = _ttft_tpot(base)
     slos = {}
-    for name, value in zip(("ttft", "tpot"), base, strict=True):
-        ms = 1e3 * value
+    for name in ("ttft", "tpot"):
         factor = (1 / (1.04 + 0.2 * r.random())) if name == want else (1.1 + 0.5 * r.random())
-        slos[name] = max(1, int(round(ms * factor)))
-    shown = {name: 1e3 * v for name, v in zip(("ttft", "tpot"), base, strict=True)}
+        slos[name] = max(1, int(round(shown[name] * factor)))
     fails = [n for n in ("ttft", "tpot") if round(shown[n], 1) > slos[n]]
     if fails != ([] if want == "none" else [want]):
         return None
@@ -264,32 +306,40 @@ def _slo_case(rep: _Replica, r: random.Random, want: str) -> Question | None:
             if (knob == "tp" and t not in allowed_tp(m)) or (knob == "gpu" and g.name == "h200"):
                 continue
             turned = _slo_figures(m, gname, t, b, rep.context, prompt)
-            if turned and all(round(1e3 * v, 1) <= slos[n] for n, v in
-                              zip(("ttft", "tpot"), turned, strict=True)):
+            if turned and all(v <= slos[n] for n, v in _ttft_tpot(turned).items()):
                 accepted.add(knob)
         if not accepted:
             return None
-    answer = want
-    figures = (f"the step where a {prompt:,}-token prompt's prefill joins the batch takes "
-               f"{shown['ttft']:.1f} ms and a decode step alone {shown['tpot']:.1f} ms")
+    wait, joined, decode = (1e3 * v for v in base)
+    figures = (f"the decode step it arrives into takes {wait:.1f} ms, the step its prefill "
+               f"joins {joined:.1f} ms, and a decode step with it in the batch {decode:.1f} ms")
+    sums = (f"TTFT = {wait:.1f} ms waiting for the step under way + {joined:.1f} ms for the "
+            f"step that prefills it = {shown['ttft']:.1f} ms; TPOT = {decode:.1f} ms")
     if want == "none":
-        explanation = (f"{shown['ttft']:.1f} <= {slos['ttft']} and {shown['tpot']:.1f} <= "
+        explanation = (f"{sums}. {shown['ttft']:.1f} <= {slos['ttft']} and {decode:.1f} <= "
                        f"{slos['tpot']}: both SLOs are met; no knob needs turning.")
         accepted = {"none"}
     else:
         knob_text = " or ".join(sorted(accepted))
-        explanation = (f"{shown[want]:.1f} ms is over the {want.upper()} SLO of {slos[want]} ms "
-                       f"(the other is met); by the same model, {knob_text} brings both "
-                       "within their SLOs.")
+        explanation = (f"{sums}. {shown[want]:.1f} ms is over the {want.upper()} SLO of "
+                       f"{slos[want]} ms (the other is met); by the same model, {knob_text} "
+                       "brings both within their SLOs.")
     return Question(
         "slo",
-        f"The library's performance model times this replica's iterations: {figures}. Take "
-        f"TTFT as that joined step and TPOT as a decode step; the SLOs are TTFT <= "
+        f"The replica decodes a batch of {rep.batch} requests of {rep.context:,} tokens of "
+        f"context each, with a token budget of {budget:,} a step (max_num_batched_tokens). "
+        f"A request of {prompt:,} prompt and {SLO_OUTPUT} output tokens arrives as a decode "
+        "step starts, with no other request waiting: it waits in the queue for that step, its "
+        "whole prefill then joins the next step, which yields its first token, and each later "
+        "token takes a decode step. The library's performance model times these steps: "
+        f"{figures}. TTFT runs from the request's arrival to its first token (the wait "
+        "included), TPOT is the time per output token after the first. The SLOs are TTFT <= "
         f"{slos['ttft']} ms and TPOT <= {slos['tpot']} ms. Which SLO fails (ttft, tpot or "
         "none), and which knob repairs it: tp (doubled) or gpu (an H200)?",
-        answer, "slo", explanation,
-        "Compare each figure with its SLO. Then think about what each knob changes: the bytes "
-        "each GPU reads per step and the FLOPs it does, the bandwidth and FLOPs a GPU brings.",
+        want, "slo", explanation,
+        "Add up what the request waits through before its first token, then compare each "
+        "figure with its SLO. Then think about what each knob changes: the bytes each GPU "
+        "reads per step and the FLOPs it does, the bandwidth and FLOPs a GPU brings.",
         accepted=frozenset(accepted),
     )
 
@@ -460,7 +510,8 @@ def _replica(r: random.Random) -> _Replica:
         g = GPUS[_pick(r, _GPUS)]
         tp = _pick(r, [t for t in (1, 2, 4, 8) if t in allowed_tp(m)])
         batch = _pick(r, (8, 16, 32, 64, 128))
-        context = _pick(r, (512, 1024, 2048, 4096))
+        # a request decoding at this context still has a token to go: under max_context
+        context = _pick(r, [c for c in (512, 1024, 2048, 4096) if c < m.max_context])
         rep = _Replica(m, g, tp, batch, context)
         if _capacity(rep) >= 2 * batch * context:
             return rep

@@ -30,6 +30,11 @@ __all__ = ["mg1_wait", "littles_law", "goodput_per_gpu", "prefix_cache", "kv_mov
            "recovery", "KINDS"]
 
 
+#: Output tokens every prompt these kinds draw leaves room for in the model's context (as
+#: the serving drills' PROMPT_ROOM: the simulator admits prompt + output <= max_context).
+PROMPT_ROOM = 256
+
+
 def _pick(r: random.Random, options):
     return options[int(r.random() * len(options))]
 
@@ -81,21 +86,22 @@ def littles_law(rep, r: random.Random) -> Question:
     )
 
 
-def _split_design(r: random.Random, model: str) -> Design:
+def _split_design(r: random.Random, model: str, gpu: str) -> Design:
     p, d = _pick(r, ((1, 1), (2, 1), (3, 1), (2, 2), (3, 2)))
     tp = _pick(r, (1, 2)) if model != "llama-3.1-70b" else 4
     ptp = _pick(r, (None, tp * 2)) if tp < 8 else None
     dtp = _pick(r, (None, tp * 2)) if tp < 8 and ptp is None else None
-    return Design(model=model, tp=tp, prefill_replicas=p, decode_replicas=d, prefill_tp=ptp,
-                  decode_tp=dtp)
+    return Design(model=model, gpu=gpu, tp=tp, prefill_replicas=p, decode_replicas=d,
+                  prefill_tp=ptp, decode_tp=dtp)
 
 
 def goodput_per_gpu(rep, r: random.Random) -> Question:
-    """DistServe's goodput per GPU: of a colocated design and a split, the better per GPU."""
+    """DistServe's goodput per GPU: of a colocated design and a split, the better per GPU (the
+    designs on the replica's GPU, both of which the simulator builds)."""
     model = rep.model.name if rep.model.name != "llama-2-7b" else "llama-3.1-8b"
     tp = 4 if model == "llama-3.1-70b" else _pick(r, (1, 2))
-    together = Design(model=model, tp=tp, replicas=_pick(r, (2, 3, 4)))
-    split = _split_design(r, model)
+    together = Design(model=model, gpu=rep.gpu.name, tp=tp, replicas=_pick(r, (2, 3, 4)))
+    split = _split_design(r, model, rep.gpu.name)
     rates = {}
     for d in (together, split):
         rates[d.name] = round(d.gpus * _pick(r, (1.5, 2.0, 2.5, 3.0, 3.5, 4.0))
@@ -105,9 +111,10 @@ def goodput_per_gpu(rep, r: random.Random) -> Question:
     best = max(per.values())
     return Question(
         "goodput_per_gpu",
-        f"For the same load and SLOs, a search finds the highest rate at which 90% of "
-        f"requests meet the SLOs (DistServe's goodput): {together.name} of {model}, "
-        f"{rates[together.name]:g} requests a second; the prefill/decode split "
+        f"For the same load and SLOs, suppose a search finds the highest rate at which 90% "
+        f"of requests meet the SLOs (the serving capacity, DistServe's goodput): "
+        f"{together.name} of {model} on {rep.gpu.name}, "
+        f"{rates[together.name]:g} requests a second; the prefill/decode "
         f"{split.name} (P prefill replicas : D decode replicas, each side at the TP "
         f"shown), {rates[split.name]:g} a second. Of the two, what is the better goodput per "
         "GPU, in requests a second?",
@@ -124,8 +131,12 @@ def goodput_per_gpu(rep, r: random.Random) -> Question:
 def prefix_cache(rep, r: random.Random) -> Question:
     """The prompt tokens a prefill computes when a shared system prompt is in the cache."""
     block = _pick(r, (16, 32, 64, 256, 512))
-    shared = _pick(r, (300, 700, 1000, 1500, 2500, 4000)) + int(r.random() * 100)
-    prompt = shared + _pick(r, (50, 200, 600, 1500)) + int(r.random() * 50)
+    # a prompt the replica's model takes, with room for its output
+    longest = rep.model.max_context - PROMPT_ROOM
+    shared = _pick(r, [s for s in (300, 700, 1000, 1500, 2500, 4000)
+                       if s + 100 + 50 + 50 <= longest]) + int(r.random() * 100)
+    prompt = shared + _pick(r, [t for t in (50, 200, 600, 1500)
+                                if shared + t + 50 <= longest]) + int(r.random() * 50)
     if _pick(r, (0, 1, 2, 3)) == 0:       # now and then, all of the prompt is the shared part
         prompt = shared
     # the library's cache: one request inserts its prompt's blocks, a second one matches
@@ -162,7 +173,11 @@ def kv_move(rep, r: random.Random) -> Question | None:
         pre, dec = PerfModel(m, g, tp=tp_p), PerfModel(m, g, tp=tp_d)
     except InputError:
         return None
-    tokens = _pick(r, (512, 1000, 2000, 4000, 8000)) + int(r.random() * 32)
+    # a prompt the model takes (with room for its output) and both sides' caches hold
+    longest = min(m.max_context - PROMPT_ROOM, pre.kv_capacity_tokens(),
+                  dec.kv_capacity_tokens()) - 32
+    tokens = _pick(r, [t for t in (512, 1000, 2000, 4000, 8000) if t <= longest]) \
+        + int(r.random() * 32)
     same = r.random() < 0.5
     ms = pre.kv_transfer_s(tokens, same_node=same, to=dec) * 1e3
     e = pre.eff
