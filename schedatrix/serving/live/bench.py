@@ -72,7 +72,8 @@ class Bench:
 
     def __init__(self, url: str, requests: Requests, model: str, endpoint: str = "completions",
                  time_scale: float = 1.0, timeout_s: float = 600.0, seed: int = 0,
-                 api_key: str | None = None, on_done=None, scrape_s: float | None = 1.0):
+                 api_key: str | None = None, on_done=None, scrape_s: float | None = 1.0,
+                 warmup: bool = True):
         self.url = url.rstrip("/")
         self.requests, self.model, self.endpoint = requests, model, endpoint
         self.time_scale, self.timeout_s, self.seed = float(time_scale), float(timeout_s), seed
@@ -85,6 +86,8 @@ class Bench:
                          for i in range(len(requests))]
         self.kv_peak: float | None = None
         self.t0 = 0.0
+        self.warmup = warmup
+        self.warmup_error: str | None = None
 
     # -- one request ---------------------------------------------------------------------------
     def body(self, i: int) -> dict:
@@ -159,6 +162,10 @@ class Bench:
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
         timeout = httpx.Timeout(self.timeout_s, connect=min(30.0, self.timeout_s))
         async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+            if self.warmup:
+                await self._warm(client)
+                if self.warmup_error is not None:
+                    return
             self.t0 = time.perf_counter()
             scraper = asyncio.create_task(self._scrape(client)) if self.scrape_s else None
             try:
@@ -169,6 +176,29 @@ class Bench:
             finally:
                 if scraper is not None:
                     scraper.cancel()
+
+    async def _warm(self, client) -> None:
+        """One short request before the load (as vLLM's bench serve sends its test prompt
+        first), not measured: connections, the client's and the server's first-use costs are
+        paid before the clock starts. Its error, if any, is ``warmup_error`` (the load is then
+        not sent)."""
+        m = Measured(-1, 0, 16, 2)
+        body = {"model": self.model, "stream": True, "ignore_eos": True, "temperature": 0.0}
+        if self.endpoint == "chat":
+            body.update(messages=[{"role": "user", "content": " abc" * 12}],
+                        max_completion_tokens=2)
+        else:
+            body.update(prompt=list(range(_ID_LOW, _ID_LOW + 16)), max_tokens=2)
+        self.t0 = time.perf_counter()
+        try:
+            await asyncio.wait_for(self._stream(client, m, body, dict(self.headers)),
+                                   self.timeout_s)
+        except TimeoutError:
+            m.state, m.error = ERROR, f"timeout: no end within {self.timeout_s:g} s"
+        except httpx.HTTPError as err:
+            m.state, m.error = ERROR, f"{type(err).__name__}: {err}"
+        if m.state != OK:
+            self.warmup_error = m.error or "failed"
 
     async def _open(self, client) -> None:
         tasks = []

@@ -127,6 +127,9 @@ def add_live_parsers(sub) -> None:
     g.add_argument("--timeout", type=_positive("--timeout"), default=600.0, metavar="SECONDS",
                    help="a request with no end after this long is an error (default 600)")
     g.add_argument("--api-key", metavar="KEY", help="sent as a bearer token")
+    g.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="skip the short request sent (and not measured) before the load, as "
+                        "vLLM's bench serve sends its test prompt first")
     p.set_defaults(func=_cmd_bench, model=None)
 
 
@@ -196,7 +199,8 @@ def _cmd_bench(args) -> int:
                    unit="req", disable=args.json or args.quiet, file=sys.stderr,
                    mininterval=0.5)
         bench = Bench(args.url, req, model, args.endpoint, args.time_scale, args.timeout,
-                      scenario.seed + k, args.api_key, on_done=lambda m, bar=bar: bar.update())
+                      scenario.seed + k, args.api_key, on_done=lambda m, bar=bar: bar.update(),
+                      warmup=k == 0 and args.warmup)
         try:
             asyncio.run(bench.run())
         except KeyboardInterrupt:
@@ -204,6 +208,9 @@ def _cmd_bench(args) -> int:
             bench.stop()
         finally:
             bar.close()
+        if bench.warmup_error is not None:
+            raise InputError(f"URL {args.url}: the warm-up request (model {model!r}) failed, "
+                             f"so the load was not sent: {bench.warmup_error}")
         run = as_run(req, bench.measured, args.time_scale, bench.kv_peak or 0.0)
         add_run(outcome, run)
         if k == 0:

@@ -29,6 +29,7 @@ import socket
 import time
 import uuid
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -350,6 +351,7 @@ def make_app(factory, shutdown_s: float = 5.0) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app):
         state["emu"] = factory()
+        await anyio.sleep(0)    # loads anyio's asyncio backend, which a first stream would
         try:
             yield
         finally:
@@ -417,6 +419,9 @@ def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # no Nagle: each token's event leaves at once (accepted sockets inherit it), not held
+    # for the client's delayed ACK of the one before (40 ms on Linux)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as err:
