@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import math
+import signal
 import socket
 import time
 import uuid
@@ -103,8 +104,10 @@ class Emulator:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for h in self.handles.values():
-            h.queue.put_nowait(("error", "the emulator is shutting down"))
+        for h in list(self.handles.values()):
+            h.error = "the emulator is shutting down"
+            h.queue.put_nowait(("error", h.error))
+        self.handles.clear()
 
     # -- requests ------------------------------------------------------------------------------
     def submit(self, prompt_tokens: int, max_tokens: int, class_id: int = 0,
@@ -350,7 +353,7 @@ def make_app(factory, shutdown_s: float = 5.0) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        state["emu"] = factory()
+        state["emu"] = app.state.emu = factory()
         await anyio.sleep(0)    # loads anyio's asyncio backend, which a first stream would
         try:
             yield
@@ -433,13 +436,28 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, whose shutdown gives the requests in flight ``shutdown_s`` seconds
+    and then ends them itself (a stream gets an error event and ``data: [DONE]``, a waiting
+    request a 503), so none is cut off mid-response."""
+
+    shutdown_s = 5.0
+
+    async def shutdown(self, sockets=None) -> None:
+        emu = getattr(self.config.app.state, "emu", None)
+        if emu is not None:
+            asyncio.get_running_loop().call_later(self.shutdown_s, emu.close)
+        await super().shutdown(sockets=sockets)
+
+
 def serve(factory, sock: socket.socket, shutdown_s: float = 5.0, on_ready=None) -> None:
-    """Serve until SIGINT or SIGTERM (uvicorn's handlers): streams in flight get
-    ``shutdown_s`` seconds to end, then the server closes."""
+    """Serve until SIGINT or SIGTERM (uvicorn's handlers): requests in flight get
+    ``shutdown_s`` seconds to end, then are ended with an error, and the server closes."""
     config = uvicorn.Config(make_app(factory, shutdown_s), log_level="warning",
-                            access_log=False, timeout_graceful_shutdown=shutdown_s,
+                            access_log=False, timeout_graceful_shutdown=shutdown_s + 5,
                             lifespan="on")
-    server = uvicorn.Server(config)
+    server = _Server(config)
+    server.shutdown_s = shutdown_s
     if on_ready is not None:
         startup = server.startup
 
@@ -447,4 +465,15 @@ def serve(factory, sock: socket.socket, shutdown_s: float = 5.0, on_ready=None) 
             await startup(sockets=sockets)
             on_ready()
         server.startup = started
-    server.run(sockets=[sock])
+    # uvicorn shuts down on the first SIGINT/SIGTERM, then raises the signal again for the
+    # handler it found: a quiet one here, so a stop asked for is a clean exit (status 0)
+    quiet = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in quiet.items():
+            signal.signal(sig, handler)
+
+
+def _ignore(sig, frame) -> None:
+    pass
