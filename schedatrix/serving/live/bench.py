@@ -87,6 +87,8 @@ class Bench:
         self.kv_peak: float | None = None
         self.t0 = 0.0
         self.warmup = warmup
+        self.stopping = False
+        self._tasks: list = []
         self.warmup_error: str | None = None
 
     # -- one request ---------------------------------------------------------------------------
@@ -114,10 +116,16 @@ class Bench:
         m.sent_s = time.perf_counter() - self.t0
         try:
             await asyncio.wait_for(self._stream(client, m, body, headers), self.timeout_s)
+        except asyncio.CancelledError:
+            m.error = "cut off before its end"      # the bench was stopped: unfinished
+            raise
         except TimeoutError:
             m.state, m.error = ERROR, f"timeout: no end within {self.timeout_s:g} s"
         except httpx.HTTPError as err:
-            m.state, m.error = ERROR, f"{type(err).__name__}: {err}"
+            if self.stopping:
+                m.state, m.error = UNFINISHED_STATE, "cut off before its end"
+            else:
+                m.state, m.error = ERROR, f"{type(err).__name__}: {err}"
         if self.on_done is not None:
             self.on_done(m)
 
@@ -174,8 +182,16 @@ class Bench:
                 else:
                     await self._closed(client)
             finally:
+                # stopped early (Ctrl-C, the overall timeout) or done: the requests still
+                # streaming end here, before the client closes under them
+                self.stopping = True
                 if scraper is not None:
                     scraper.cancel()
+                left = [t for t in self._tasks if not t.done()]
+                for t in left:
+                    t.cancel()
+                if left:
+                    await asyncio.gather(*left, return_exceptions=True)
 
     async def _warm(self, client) -> None:
         """One short request before the load (as vLLM's bench serve sends its test prompt
@@ -208,6 +224,7 @@ class Bench:
             if wait > 0:
                 await asyncio.sleep(wait)
             tasks.append(asyncio.create_task(self.one(client, i)))
+            self._tasks = tasks
         if tasks:
             await asyncio.gather(*tasks)
 
@@ -225,7 +242,8 @@ class Bench:
                 first = False
                 await self.one(client, i)
 
-        await asyncio.gather(*(user() for _ in range(min(loop.users, n))))
+        self._tasks = [asyncio.create_task(user()) for _ in range(min(loop.users, n))]
+        await asyncio.gather(*self._tasks)
 
     async def _scrape(self, client) -> None:
         """The highest KV-cache use the endpoint's /metrics shows (vLLM's gauge), if any."""
