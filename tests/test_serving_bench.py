@@ -186,3 +186,16 @@ def test_without_the_live_extra_it_says_which_to_install(monkeypatch):
     assert done.returncode == 2
     line, = done.stderr.strip().splitlines()
     assert 'pip install "schedatrix[live]"' in line and "httpx" in line
+
+
+def test_preemptions_and_kv_use_are_read_from_the_endpoints_metrics():
+    load = ("--gpu", "l4", "--rate", "20", "--requests", "40", "--input-len", "3000",
+            "--output-len", "200")
+    predicted = _json("serving", "run", *load)["designs"][0]
+    assert predicted["preemptions"] > 0 and predicted["kv_peak_share"] > 0.9
+    with emulator("--gpu", "l4", "--speed", "20") as e:
+        data = _json("serving", "bench", e.url, *load, "--time-scale", "20")
+    run = data["bench"]["runs"][0]
+    assert run["counts"]["ok"] == 40
+    assert run["preemptions"] >= 1          # the counter the emulator's scheduler keeps
+    assert run["kv_peak_share"] > 0.5       # scraped once a wall second: not every peak

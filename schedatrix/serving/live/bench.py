@@ -88,6 +88,10 @@ class Bench:
         self.t0 = 0.0
         self.warmup = warmup
         self.stopping = False
+        #: preemptions the endpoint's vllm:num_preemptions counter grew by during the load
+        #: (None: it shows none); a client cannot see them per request
+        self.preemptions: int | None = None
+        self._preempted_at_start: float | None = None
         self._tasks: list = []
         self.warmup_error: str | None = None
 
@@ -175,6 +179,8 @@ class Bench:
                 if self.warmup_error is not None:
                     return
             self.t0 = time.perf_counter()
+            if self.scrape_s:
+                await self._scrape_once(client)     # the counters at the start
             scraper = asyncio.create_task(self._scrape(client)) if self.scrape_s else None
             try:
                 if self.requests.closed_loop is None:
@@ -192,6 +198,8 @@ class Bench:
                     t.cancel()
                 if left:
                     await asyncio.gather(*left, return_exceptions=True)
+            if scraper is not None:
+                await self._scrape_once(client)     # the counters at the end
 
     async def _warm(self, client) -> None:
         """One short request before the load (as vLLM's bench serve sends its test prompt
@@ -246,20 +254,34 @@ class Bench:
         await asyncio.gather(*self._tasks)
 
     async def _scrape(self, client) -> None:
-        """The highest KV-cache use the endpoint's /metrics shows (vLLM's gauge), if any."""
-        from prometheus_client.parser import text_string_to_metric_families
-        names = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+        """Read the endpoint's /metrics every ``scrape_s`` seconds (see :meth:`_scrape_once`)."""
         while True:
-            try:
-                resp = await client.get(self.url + "/metrics", timeout=5.0)
-                if resp.status_code == 200:
-                    for fam in text_string_to_metric_families(resp.text):
-                        if fam.name in names:
-                            for s in fam.samples:
-                                self.kv_peak = max(self.kv_peak or 0.0, float(s.value))
-            except (httpx.HTTPError, ValueError):
-                pass
+            await self._scrape_once(client)
             await asyncio.sleep(self.scrape_s)
+
+    async def _scrape_once(self, client) -> None:
+        """The highest KV-cache use the endpoint's /metrics shows (vLLM's gauge, per engine)
+        and its preemption counter, if it has them (a server without /metrics: neither)."""
+        from prometheus_client.parser import text_string_to_metric_families
+        kv_names = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+        try:
+            resp = await client.get(self.url + "/metrics", timeout=5.0)
+            if resp.status_code != 200:
+                return
+            preempted = None
+            for fam in text_string_to_metric_families(resp.text):
+                if fam.name in kv_names:
+                    for x in fam.samples:
+                        self.kv_peak = max(self.kv_peak or 0.0, float(x.value))
+                elif fam.name == "vllm:num_preemptions":
+                    preempted = sum(float(x.value) for x in fam.samples
+                                    if x.name.endswith("_total"))
+            if preempted is not None:
+                if self._preempted_at_start is None:
+                    self._preempted_at_start = preempted
+                self.preemptions = int(preempted - self._preempted_at_start)
+        except (httpx.HTTPError, ValueError):
+            pass
 
     def stop(self) -> None:
         """Cut off: requests still streaming stay unfinished, the rest never sent."""

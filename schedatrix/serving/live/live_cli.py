@@ -218,7 +218,8 @@ def _cmd_bench(args) -> int:
             outcome.series = time_series(run)
         per_request.append(rows(bench.measured, args.time_scale))
         measured_runs.append({"seed": scenario.seed + k, "counts": bench.counts,
-                              "kv_peak_share": bench.kv_peak})
+                              "kv_peak_share": bench.kv_peak,
+                              "preemptions": bench.preemptions})
         if interrupted:
             break
     comparisons = {design.model: Comparison([outcome], model=design.model)}
@@ -228,7 +229,11 @@ def _cmd_bench(args) -> int:
             "kv_peak_measured": all(r["kv_peak_share"] is not None for r in measured_runs),
             "definitions": "vLLM bench serve: TTFT to the first chunk with text, ITL between "
                            "such chunks, e2e to the last, TPOT (e2e - TTFT) / (output tokens "
-                           "- 1); seconds x time_scale"}
+                           "- 1); seconds x time_scale. A client sees no queue time (null) "
+                           "and no preemption per request (0 in designs); runs[].preemptions "
+                           "is the growth of the endpoint's vllm:num_preemptions counter, "
+                           "runs[].kv_peak_share the highest vllm:kv_cache_usage_perc scraped "
+                           "once a wall second (null: the endpoint shows neither)"}
     if args.out:
         from ..reports.report import write_report
         write_report(comparisons, scenario, args.out)
