@@ -33,8 +33,18 @@ def need_extra(what: str, modules) -> None:
 
 
 def _positive(flag, kind=float):
-    from ..cli import _positive as make
-    return make(kind, flag)
+    """A parser of a number above 0 for ``flag`` (as ``serving run``'s flags are read)."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be {'a whole number' if kind is int else 'a number'}, "
+                f"got {text!r}") from None
+        if not v > 0 or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"{flag} must be above 0, got {text!r}")
+        return v
+    return parse
 
 
 def _port(text: str) -> int:
@@ -60,9 +70,13 @@ def _block_tokens(text: str) -> int:
     return v
 
 
-def add_live_parsers(sub) -> None:
-    """Add ``emulate`` and ``bench`` to the ``serving`` subcommands."""
-    from ..cli import _add_scenario_flags
+def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
+    """Add ``emulate`` and ``bench`` to the ``serving`` subcommands. ``serving``'s command line
+    hands over its own pieces (this module must not import it back): ``add_scenario_flags(p)``
+    adds the design, load and SLO flags, ``make_scenario(args, one_design)`` builds the
+    scenario from a file and flags, ``finish(comparisons, scenario, args)`` prints the report
+    as ``serving run`` does."""
+    _add_scenario_flags = add_scenario_flags
     p = sub.add_parser(
         "emulate", conflict_handler="resolve",
         help="serve a design as an OpenAI-compatible HTTP endpoint, in (scaled) real time",
@@ -96,7 +110,7 @@ def add_live_parsers(sub) -> None:
     g.add_argument("--shutdown-timeout", type=_positive("--shutdown-timeout"), default=5.0,
                    metavar="SECONDS",
                    help="on Ctrl-C or SIGTERM, streams in flight get this long (default 5)")
-    p.set_defaults(func=_cmd_emulate, speed=None)
+    p.set_defaults(func=_cmd_emulate, speed=None, make_scenario=make_scenario)
 
     p = sub.add_parser(
         "bench", conflict_handler="resolve",
@@ -130,17 +144,16 @@ def add_live_parsers(sub) -> None:
     g.add_argument("--no-warmup", dest="warmup", action="store_false",
                    help="skip the short request sent (and not measured) before the load, as "
                         "vLLM's bench serve sends its test prompt first")
-    p.set_defaults(func=_cmd_bench, model=None)
+    p.set_defaults(func=_cmd_bench, model=None, make_scenario=make_scenario, finish=finish)
 
 
 # -- emulate ------------------------------------------------------------------------------------
 
 def _cmd_emulate(args) -> int:
     need_extra("emulate", _EMULATE_NEEDS)
-    from ..cli import _scenario
     from .driver import Driver
     from .server import Emulator, bind, serve
-    scenario = _scenario(args, one_design=True)
+    scenario = args.make_scenario(args, one_design=True)
     design = scenario.designs[0]
     driver = Driver(design, classes=scenario.load.classes, faults=scenario.faults,
                     resilience=scenario.resilience, seed=scenario.seed,
@@ -174,7 +187,6 @@ def _cmd_bench(args) -> int:
 
     from tqdm import tqdm
 
-    from ..cli import _finish, _scenario
     from ..studies.acceptance import Outcome
     from ..studies.acceptance import _add as add_run  # a run's figures, as evaluate adds them
     from ..studies.compare import Comparison
@@ -184,7 +196,7 @@ def _cmd_bench(args) -> int:
         raise InputError(f"URL must start with http:// or https://, got {args.url!r}")
     if args.runs == "auto":
         raise InputError("--runs auto: a bench makes the runs it is given (a whole number)")
-    scenario = _scenario(args, one_design=True)
+    scenario = args.make_scenario(args, one_design=True)
     design = scenario.designs[0]
     model = args.served_model or _first_model(args.url, args.api_key)
     make = scenario.make_requests()
@@ -252,10 +264,10 @@ def _cmd_bench(args) -> int:
               f"{c['error']:,} errors, {c['unfinished']:,} unfinished, {c['not sent']:,} "
               f"not sent" + (" (interrupted)" if interrupted else ""))
         if args.out:
-            _finish(comparisons, scenario, argparse.Namespace(out=None, json=False))
+            args.finish(comparisons, scenario, argparse.Namespace(out=None, json=False))
             print(f"report: {Path(args.out) / 'report.md'}")
         else:
-            _finish(comparisons, scenario, args)
+            args.finish(comparisons, scenario, args)
     return 130 if interrupted else 0
 
 
