@@ -27,12 +27,13 @@ from schedatrix.serving.live.measure import (
 )
 from schedatrix.serving.load.workload import Load, generate
 
-LIGHT = ("--rate", "5", "--requests", "30", "--input-len", "uniform:100-1000",
+LIGHT = ("--rate", "5", "--requests", "30", "--input-len", "uniform:500-2500",
          "--output-len", "uniform:20-100")
-# longer prompts: at --speed 4 the fixed cost of an HTTP request (a few wall milliseconds,
-# four times as many model ones) stays small beside the model's TTFT
-LARGER = ("--rate", "3", "--requests", "100", "--input-len", "uniform:1000-4000",
+# longer prompts: at --speed 2 the fixed cost of an HTTP request (a few wall milliseconds,
+# twice as many model ones; more when the machine is busy) stays small beside the model's TTFT
+LARGER = ("--rate", "3", "--requests", "70", "--input-len", "uniform:1000-4000",
           "--output-len", "uniform:20-80")
+SPEED = "2"
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +98,15 @@ def test_bench_agrees_with_serving_run_at_real_time_on_a_light_load(emu):
 
 
 def test_bench_agrees_with_serving_run_at_speed_on_a_larger_load():
-    with emulator("--speed", "4") as e:
+    with emulator("--speed", SPEED) as e:
         started = time.monotonic()
-        measured = _json("serving", "bench", e.url, *LARGER, "--time-scale", "4")
+        measured = _json("serving", "bench", e.url, *LARGER, "--time-scale", SPEED)
         took = time.monotonic() - started
     predicted = _json("serving", "run", *LARGER)
     m, p = measured["designs"][0], predicted["designs"][0]
     last_sent = max(r["sent_s"] for r in measured["requests"][0])   # model seconds
-    assert last_sent > 25 and took < last_sent / 2     # it ran faster than real time
-    assert m["completed"] == 100
+    assert last_sent > 18 and took < last_sent * 0.8   # it ran faster than real time
+    assert m["completed"] == 70
     assert m["ttft_p50"] == pytest.approx(p["ttft_p50"], rel=0.25)
     assert m["itl_p50"] == pytest.approx(p["itl_p50"], rel=0.15)
 
