@@ -259,8 +259,11 @@ def _cmd_bench(args) -> int:
         data["requests"] = per_request
         print(json.dumps(data, allow_nan=False))
     else:
-        c = bench.counts
-        print(f"bench: {args.url} as {model!r} ({args.endpoint}); {c['ok']:,} completed, "
+        c = {state: sum(r["counts"][state] for r in measured_runs)
+             for state in measured_runs[0]["counts"]}
+        runs_text = f" over {len(measured_runs)} runs" if len(measured_runs) > 1 else ""
+        print(f"bench: {args.url} as {model!r} ({args.endpoint}){runs_text}; "
+              f"{c['ok']:,} completed, "
               f"{c['error']:,} errors, {c['unfinished']:,} unfinished, {c['not sent']:,} "
               f"not sent" + (" (interrupted)" if interrupted else ""))
         if args.out:
