@@ -200,3 +200,16 @@ def test_preemptions_and_kv_use_are_read_from_the_endpoints_metrics():
     assert run["counts"]["ok"] == 40
     assert run["preemptions"] >= 1          # the counter the emulator's scheduler keeps
     assert run["kv_peak_share"] > 0.5       # scraped once a wall second: not every peak
+
+
+def test_a_trace_is_replayed_at_its_timestamps(emu):
+    trace = ROOT / "schedatrix" / "data" / "audit_hour_conv.csv.gz"
+    from schedatrix.serving.load.replay import replay
+    want = replay(trace, 1.0, 12)
+    data = _json("serving", "bench", emu.url, "--trace", str(trace), "--requests", "12")
+    per = data["requests"][0]
+    assert [r["state"] for r in per] == [OK] * 12
+    assert [r["prompt_tokens"] for r in per] == want.input_tokens.tolist()
+    assert [r["output_tokens"] for r in per] == want.output_tokens.tolist()
+    # sent at the trace's times (seconds from the bench's start), within a few milliseconds
+    assert [r["sent_s"] for r in per] == pytest.approx(want.arrival_s.tolist(), abs=0.03)

@@ -178,9 +178,9 @@ class Bench:
                 await self._warm(client)
                 if self.warmup_error is not None:
                     return
-            self.t0 = time.perf_counter()
             if self.scrape_s:
                 await self._scrape_once(client)     # the counters at the start
+            self.t0 = time.perf_counter()
             scraper = asyncio.create_task(self._scrape(client)) if self.scrape_s else None
             try:
                 if self.requests.closed_loop is None:
@@ -256,8 +256,8 @@ class Bench:
     async def _scrape(self, client) -> None:
         """Read the endpoint's /metrics every ``scrape_s`` seconds (see :meth:`_scrape_once`)."""
         while True:
-            await self._scrape_once(client)
             await asyncio.sleep(self.scrape_s)
+            await self._scrape_once(client)
 
     async def _scrape_once(self, client) -> None:
         """The highest KV-cache use the endpoint's /metrics shows (vLLM's gauge, per engine)
