@@ -146,6 +146,21 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                         "vLLM's bench serve sends its test prompt first")
     p.set_defaults(func=_cmd_bench, model=None, make_scenario=make_scenario, finish=finish)
 
+    p = sub.add_parser(
+        "measured", help="a benchmark's per-request results beside the simulation of the same "
+                         "load",
+        description="Read per-request results (serving bench's --out folder or requests.json; "
+                    "vLLM's bench serve --save-result --save-detailed JSON) and show p50/p95 "
+                    "TTFT, ITL, TPOT, goodput and SLO attainment, overall and per class, beside "
+                    "serving run's of the scenario's load on its design, with the distance "
+                    "(measured / simulated - 1). Needs no extra.")
+    p.add_argument("results", metavar="RESULTS", help="a results file or a bench's --out folder")
+    p.add_argument("scenario", nargs="?", metavar="SCENARIO.toml",
+                   help="the load and design that were measured")
+    p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
+    _add_scenario_flags(p)
+    p.set_defaults(func=_cmd_measured, make_scenario=make_scenario)
+
 
 # -- emulate ------------------------------------------------------------------------------------
 
@@ -284,3 +299,58 @@ def _first_model(url: str, api_key: str | None) -> str:
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
         raise InputError(f"--model not given and {url}/v1/models did not name one "
                          f"({type(err).__name__}); give --model NAME") from None
+
+
+# -- measured -----------------------------------------------------------------------------------
+
+def _cmd_measured(args) -> int:
+    from ..figures.metrics import figures
+    from ..sim.simulate import simulate
+    from .results import COMPARED, compare, measured_figures, read_results
+    results = read_results(args.results)
+    scenario = args.make_scenario(args, one_design=True)
+    design = scenario.designs[0]
+    req = scenario.make_requests()(scenario.seed)
+    run = simulate(req, design, scenario.implementation, scenario.faults, scenario.resilience)
+    classes = req.classes
+    names = ["all", *(c.name for c in classes)]
+    sim = [figures(run, c).as_dict() for c in (None, *range(len(classes)))]
+    meas = measured_figures(results, classes)
+    rows = {name: compare(m, x) for name, m, x in zip(names, meas, sim, strict=True)}
+    note = ""
+    if len(results.measured) != len(req):
+        note = (f"measured {len(results.measured):,} requests, the scenario's load has "
+                f"{len(req):,}: not the same load")
+    data = {"results": results.source, "format": results.format, "design": design.name,
+            "load": scenario.load.describe(), "synthetic": req.synthetic,
+            "measured_requests": len(results.measured), "simulated_requests": len(req),
+            "note": note or None, "compared": rows,
+            "distance": "measured / simulated - 1"}
+    if args.json:
+        print(json.dumps(data, allow_nan=False))
+        return 0
+    print(f"measured: {results.source} ({results.format}, {len(results.measured):,} requests)")
+    print(f"simulated: {design.name} on {scenario.load.describe()}")
+    if note:
+        print(f"note: {note}")
+    for name in names if len(classes) > 1 else names[:1]:
+        print()
+        print(f"{name}:" if name != "all" else "all requests:")
+        print(f"  {'figure':15s} {'measured':>12s} {'simulated':>12s} {'distance':>9s}")
+        for k in COMPARED:
+            r = rows[name][k]
+            print(f"  {k:15s} {_fmt(k, r['measured']):>12s} {_fmt(k, r['simulated']):>12s} "
+                  f"{'-' if r['distance'] is None else format(r['distance'], '+.0%'):>9s}")
+    return 0
+
+
+def _fmt(key: str, v) -> str:
+    if v is None:
+        return "-"
+    if key in ("completed", "failed"):
+        return f"{int(v):,}"
+    if key == "slo_attainment":
+        return f"{v:.1%}"
+    if key == "goodput_rps":
+        return f"{v:.3g}/s"
+    return f"{v * 1000:,.1f} ms"
