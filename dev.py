@@ -11,7 +11,7 @@
     python3 dev.py exercises  # regenerate exercises/ from solutions/
 
 Needs only Python 3.11+ with pip and venv. The first run creates `.venv/` and installs the
-project with its course and test extras; later runs reinstall only when pyproject.toml
+project with its course, test and live extras; later runs reinstall only when pyproject.toml
 changed. Set SCHEDATRIX_VENV to use another folder.
 """
 
@@ -81,9 +81,9 @@ def ensure_env() -> None:
     if not PY.exists():
         say(f"creating a virtual environment in {VENV}")
         venv.EnvBuilder(with_pip=True).create(VENV)
-    say("installing schedatrix with its course and test extras (first time: a minute or two)")
+    say("installing schedatrix with its course, test and live extras (first time: a minute or two)")
     pip = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    target = f"{ROOT}[course,test]"
+    target = f"{ROOT}[course,test,live]"
     if not install_with_uv(pip, target):
         say("uv could not install them; pip will (a few minutes)")
         if run(*pip, "-e", target) != 0:

@@ -20,6 +20,9 @@ README = (ROOT / "README.md").read_text()
 #: needs a class's submissions). The serving examples replay the packaged hour (issue 19: they
 #: named a trace a clone lacks).
 FROM_A_CLONE = ("month", "presets", "odds", "examples", "audit", "drills", "serving")
+#: ... but for these, which run a server or need one (tests/test_serving_emulate.py and
+#: tests/test_serving_bench.py run them against a server of their own)
+NEEDS_A_SERVER = (["serving", "emulate"], ["serving", "bench"])
 #: The folder the README's `schedatrix examples` line writes, which its later commands read.
 COPIED = "examples"
 
@@ -31,7 +34,7 @@ def _commands() -> list[list[str]]:
     out = []
     for line in re.findall(r"^\$ \.venv/bin/schedatrix (.+)$", text, flags=re.M):
         argv = shlex.split(line.split("  #")[0])
-        if argv[0] in FROM_A_CLONE:
+        if argv[0] in FROM_A_CLONE and argv[:2] not in NEEDS_A_SERVER:
             out.append(argv)
     return out
 

@@ -297,6 +297,8 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_plan)
     from .sweeps.sweep_cli import add_sweep_parser  # sweep: its own module
     add_sweep_parser(sub)
+    from .live.live_cli import add_live_parsers  # emulate, bench: theirs
+    add_live_parsers(sub, _add_scenario_flags, _scenario, _finish)
     return top
 
 

@@ -209,6 +209,7 @@ class Cluster:
         for f in self.faults:
             self.push(f.at_s, FAULT, ("start", f))
         heap, n_arr, pop, arrive = self.heap, len(arr), heapq.heappop, self.arrive
+        dispatch = self.dispatch
         inf = float("inf")
         self.next_arrival_s = arr[0] if n_arr else inf
         while heap or self.nxt < n_arr:
@@ -222,24 +223,29 @@ class Cluster:
                     arrive(nxt, a)
                     continue
             t, kind, _, what, version = pop(heap)
-            self.events += 1
-            if kind == ARRIVE:
-                if type(what) is int:
-                    self.arrive(what, t)
-                elif type(what) is _Entry:
-                    self.enter(what.i, t)
-                elif type(what) is _Retry:
-                    self.retry(what.i, t)
-                else:
-                    self.transferred(what, t)
-            elif kind == FAULT:
-                self.fault_event(what, t)
-            elif version == what.version:
-                if kind == END:
-                    what.step_end(t)
-                else:
-                    what.step_start(t)
+            dispatch(t, kind, what, version)
         return self.record()
+
+    def dispatch(self, t: float, kind: int, what, version: int) -> None:
+        """Run one event taken off the heap (:meth:`run`'s loop; a live driver steps the
+        fleet with it, :mod:`schedatrix.serving.live.driver`)."""
+        self.events += 1
+        if kind == ARRIVE:
+            if type(what) is int:
+                self.arrive(what, t)
+            elif type(what) is _Entry:
+                self.enter(what.i, t)
+            elif type(what) is _Retry:
+                self.retry(what.i, t)
+            else:
+                self.transferred(what, t)
+        elif kind == FAULT:
+            self.fault_event(what, t)
+        elif version == what.version:
+            if kind == END:
+                what.step_end(t)
+            else:
+                what.step_start(t)
 
     # -- the front door ------------------------------------------------------------------------
     def arrive(self, i: int, t: float) -> None:
