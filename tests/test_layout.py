@@ -41,9 +41,9 @@ MAX_MODULES = 24
 #: ... and no room of a wing in rooms (nor the harness's, the course's and the classroom's
 #: loose modules) more than this.
 MAX_ROOM_MODULES = 16
-#: Top-level modules a wing may import: the error type and the packaged example files (the
-#: command line wires wings, so none may import it).
-TOP_SHARED = {"errors", "examples"}
+#: Top-level modules a wing may import: the error type, the packaged example files and the
+#: width printed text keeps to (the command line wires wings, so none may import it).
+TOP_SHARED = {"errors", "examples", "text"}
 
 
 def _modules(wing: str) -> list[Path]:
@@ -74,7 +74,7 @@ def _package_imports(path: Path, source: str | None = None) -> list[tuple[int, s
 
 def test_the_package_has_its_wings_and_few_loose_modules():
     loose = sorted(p.stem for p in PACKAGE.glob("*.py"))
-    assert loose == ["__init__", "__main__", "cli", "errors"]
+    assert loose == ["__init__", "__main__", "cli", "errors", "text"]
     for wing in WINGS:
         assert (PACKAGE / wing / "__init__.py").exists(), wing
 

@@ -381,7 +381,7 @@ def _setup_decode_batch(q, design, m):
     batch = int(re.search(r"(\d+) requests", q.prompt).group(1))
     found = re.search(r"requests of ([\d,]+) tokens of context", q.prompt)
     context = int(found.group(1).replace(",", "")) if found else 512
-    assert batch <= design.max_batch and context < m.max_context
+    assert batch <= design.batch_cap() and context < m.max_context
     run = _serve(design, [context - 15] * batch, [16] * batch)     # the last step at context
     _all_served(run)
     assert run.preemptions.sum() == 0
@@ -391,7 +391,7 @@ def _setup_decode_batch(q, design, m):
 def _setup_slo(q, design, m):
     batch, context, budget, prompt, output, *_ = _slo_setup(q)
     # the whole prompt is prefilled in one step beside the batch's decode tokens
-    assert prompt + batch <= budget and batch + 1 <= design.max_batch
+    assert prompt + batch <= budget and batch + 1 <= design.batch_cap()
     assert prompt + output <= m.max_context and context < m.max_context
     d = replace(design, max_batched_tokens=budget)
     blocks = build(d).kv_blocks_per_replica

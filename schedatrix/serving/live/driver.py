@@ -80,12 +80,16 @@ class _LiveCluster(Cluster):
 
     def bind(self, driver: Driver) -> None:
         self.driver = driver
+        #: With a client path, a token reaches the client its egress later (detokenized and
+        #: streamed), as the simulators' runs count it; errors are told at once.
+        self.egress_s = self.client.egress_s if self.client is not None else 0.0
         self.delivered = [0] * self.n
         self.gaps = _NoGaps(self.n_classes)
 
     def catch_up(self, i: int, t: float) -> None:
         """Hand out request i's tokens generated and not yet delivered (one, after an
         iteration; a split's first token leaves when its KV has moved)."""
+        t += self.egress_s
         while self.delivered[i] < self.generated[i]:
             self.delivered[i] += 1
             self.driver.listener.token(i, t)
@@ -98,7 +102,7 @@ class _LiveCluster(Cluster):
     def complete(self, i: int, t: float) -> None:
         self.catch_up(i, t)
         super().complete(i, t)
-        self.driver.listener.finished(i, t)
+        self.driver.listener.finished(i, t + self.egress_s)
 
     def reject(self, i: int, t: float, reason: str) -> None:
         super().reject(i, t, reason)
