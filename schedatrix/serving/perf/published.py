@@ -16,7 +16,12 @@ Each row is a setup the simulator can replay (:mod:`schedatrix.serving.studies.v
   ``output_tokens`` out; the figure is its mean time between output tokens after the first
   (milliseconds), as NVIDIA's AIPerf reports ITL;
 - ``fp8_speedup``: the same batch run in BF16 and in FP8; the figure is the BF16 run's time over
-  the FP8 run's (TensorRT-LLM's quantization blog).
+  the FP8 run's (TensorRT-LLM's quantization blog);
+- ``online_ttft`` and ``online_itl``: ``users`` clients in a closed loop (each sends its next
+  request when its previous one ends, no think time), ``requests`` in all, ``input_tokens`` in
+  and ``output_tokens`` out each; the figure is the time to first token, or the inter-token
+  latency per request ((end - first token) / (output tokens - 1), AIPerf's ITL), in the
+  source's ``statistic`` over the requests (``mean``), milliseconds.
 
 ``dtype`` is the precision the row ran in (``bf16``, or ``fp8``: FP8 weights and KV cache).
 ``known_miss`` says why a row misses its band when it does (shown on the page beside the row's
@@ -63,6 +68,45 @@ _TRT_QUANT = ("https://github.com/NVIDIA/TensorRT-LLM/blob/2ee99e8abf59022addc0f
               "quantization techniques in TRT-LLM')")
 _NIM = ("https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.md (NIM 1.8.0, "
         "Llama-3.3-70B-Instruct, '2 x H100 80G / fp8 TP2', AIPerf)")
+_NIM_SWEEP = (_NIM + "; its whole concurrency sweep as copied, row for row, into "
+              "https://github.com/zivbeker42/llm-guesstimator/blob/cf11e664a85abf1f5cb811e7c7798581"
+              "aadb1290/tested_benchmarks/nim_llama33_70b_v1.8.0_2xH100_fp8TP2.csv (the copy's "
+              "concurrency-1 rows match the page's)")
+
+#: NVIDIA NIM 1.8.0's concurrency sweep of Llama 3.3 70B (the 3.1 70B shape) in FP8 on 2 x H100:
+#: ``(input, output, concurrency, TTFT ms, ITL ms)``, every row of it (concurrency 1 included:
+#: one user in a closed loop is one request at a time).
+_NIM_PAGE: tuple[tuple[int, int, int, float, float], ...] = (
+    (5000, 500, 1, 406.77, 18.58), (5000, 500, 5, 546.7, 21.83), (5000, 500, 25, 688.69, 38.75),
+    (5000, 500, 50, 834.51, 59.73), (5000, 500, 100, 7996.25, 92.91),
+    (5000, 500, 150, 34794.22, 92.86), (5000, 500, 200, 61680.22, 93.06),
+    (5000, 500, 250, 88605.32, 93.2),
+    (500, 2000, 1, 47.77, 18.91), (500, 2000, 5, 126.53, 19.04), (500, 2000, 25, 147.63, 21.69),
+    (500, 2000, 50, 181.64, 23.97), (500, 2000, 100, 229.77, 29.98),
+    (500, 2000, 150, 296.74, 37.85), (500, 2000, 200, 4867.89, 40.72),
+    (200, 200, 1, 31.22, 18.8), (200, 200, 5, 88.7, 18.83), (200, 200, 25, 138.98, 20.61),
+    (200, 200, 50, 156.28, 23.33), (200, 200, 100, 176.8, 29.87), (200, 200, 150, 195.51, 37.75),
+    (200, 200, 200, 253.36, 42.95), (200, 200, 250, 264.22, 48.16),
+    (1000, 1000, 1, 82.46, 18.67), (1000, 1000, 5, 145.62, 19.07),
+    (1000, 1000, 25, 250.49, 22.45), (1000, 1000, 50, 278.62, 25.87),
+    (1000, 1000, 100, 334.23, 34.21), (1000, 1000, 150, 428.54, 44.44),
+    (1000, 1000, 200, 558.23, 50.66), (1000, 1000, 250, 3499.83, 56.3),
+    (20000, 2000, 1, 1833.01, 19.58), (20000, 2000, 5, 2910.33, 25.24),
+    (20000, 2000, 25, 18781.26, 48.26), (20000, 2000, 50, 123969.71, 49.22),
+    (20000, 2000, 100, 333564.85, 49.81), (20000, 2000, 150, 543226.4, 50.01),
+    (20000, 2000, 200, 753417.03, 50.06), (20000, 2000, 250, 963222.96, 50.13),
+)
+
+
+def _nim_rows(inp: int, out: int, users: int, ttft: float, itl: float) -> tuple:
+    base = f"nim-h100-70b-fp8-tp2-u{users}-{inp}-{out}"
+    note = ("FP8; a closed loop of `users` clients (AIPerf's concurrency), no think time; the "
+            "page's figure read as the mean over requests")
+    return tuple(Published(f"{base}-{k}", _NIM_SWEEP, "tensorrt-llm", "llama-3.1-70b",
+                           "h100-80gb", 2, f"online_{k}", 1, inp, out, v, "ms", note,
+                           dtype="fp8", users=users, requests=max(4 * users, 40),
+                           statistic="mean")
+                 for k, v in (("ttft", ttft), ("itl", itl)))
 
 
 #: The engine profile (schedatrix/serving/perf/engines.py) of each framework's rows, unless a
@@ -95,6 +139,9 @@ class Published:
     dtype: str = "bf16"
     known_miss: str = ""
     engine: str = ""
+    users: int = 0
+    requests: int = 0
+    statistic: str = ""
 
     def __post_init__(self):
         if not self.engine:     # the profile of the engine that measured the row
@@ -109,7 +156,12 @@ class Published:
         """What makes two rows one test: the same model, GPU, parallelism, kind of figure,
         batch, lengths, precision, CUDA graphs and engine."""
         return (self.model, self.gpu, self.tp, self.kind, self.batch, self.input_tokens,
-                self.output_tokens, self.dtype, self.cuda_graphs, self.engine)
+                self.output_tokens, self.dtype, self.cuda_graphs, self.engine, self.users)
+
+    @property
+    def online(self) -> bool:
+        """A served load (``users`` clients in a closed loop) rather than one batch."""
+        return self.kind in ("online_ttft", "online_itl")
 
     @property
     def band(self) -> float:
@@ -130,7 +182,11 @@ class Published:
                 "inter_token": f"one at a time, {self.input_tokens:,} in / "
                                f"{self.output_tokens:,} out, inter-token latency",
                 "fp8_speedup": f"batch {self.batch}, {self.input_tokens:,} in / "
-                               f"{self.output_tokens:,} out, BF16 time over FP8 time"
+                               f"{self.output_tokens:,} out, BF16 time over FP8 time",
+                "online_ttft": f"{self.users} users, closed loop, {self.input_tokens:,} in / "
+                               f"{self.output_tokens:,} out, {self.statistic} TTFT",
+                "online_itl": f"{self.users} users, closed loop, {self.input_tokens:,} in / "
+                              f"{self.output_tokens:,} out, {self.statistic} ITL",
                 }[self.kind]
         graphs = "" if self.cuda_graphs else ", no CUDA graphs"
         dtype = ", FP8" if self.dtype == "fp8" else ""
@@ -278,18 +334,8 @@ PUBLISHED: tuple[Published, ...] = (
     Published("trtllm-blog-h100-7b-fp8-speedup-bs8", _TRT_QUANT, "tensorrt-llm", "llama-2-7b",
               "h100-80gb", 1, "fp8_speedup", 8, 1024, 128, 1.40, "x",
               "FP8 over FP16 at batch 8; as the row above"),
-    # NVIDIA NIM 1.8.0: Llama 3.3 70B (the 3.1 70B shape) FP8 on 2 x H100, one request at a
-    # time; NIM runs a TensorRT-LLM engine for this profile (replayed with no host time)
-    Published("nim-h100-70b-fp8-tp2-c1-5000-500-ttft", _NIM, "tensorrt-llm", "llama-3.1-70b",
-              "h100-80gb", 2, "first_token", 1, 5000, 1, 406.77, "ms",
-              "FP8, TTFT at concurrency 1, 5,000 in / 500 out (a server: HTTP and tokenizer "
-              "included)", dtype="fp8"),
-    Published("nim-h100-70b-fp8-tp2-c1-5000-500-itl", _NIM, "tensorrt-llm", "llama-3.1-70b",
-              "h100-80gb", 2, "inter_token", 1, 5000, 500, 18.58, "ms",
-              "FP8, ITL at concurrency 1", dtype="fp8"),
-    Published("nim-h100-70b-fp8-tp2-c1-500-2000-itl", _NIM, "tensorrt-llm", "llama-3.1-70b",
-              "h100-80gb", 2, "inter_token", 1, 500, 2000, 18.91, "ms",
-              "FP8, ITL at concurrency 1", dtype="fp8"),
+    # NIM 1.8.0's whole concurrency sweep: TTFT and ITL under a closed loop
+    *(row for r in _NIM_PAGE for row in _nim_rows(*r)),
     # vLLM's CI: Mixtral 8x7B in BF16 on 2 x H200, one generate() of 8 prompts
     Published("vllm-ci-h200-mixtral-tp2-bs8", _VLLM_CI, "vllm", "mixtral-8x7b", "h200", 2,
               "batch_latency", 8, 32, 128, 1917.44, "ms",

@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import InputError
 from ..cluster.deployment import Design, build
 from ..figures.record import COMPLETED
-from ..load.requests import Requests
+from ..load.requests import ClosedLoop, Requests
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.model import PerfModel
 from ..perf.published import PUBLISHED, Published
@@ -37,11 +37,13 @@ _VLLM = ("vllm-0.10",)
 
 
 def engine_flags(row: Published) -> tuple[bool, bool]:
-    """(static batch with no host time, vLLM's host time) of the engine that measured ``row``:
-    the one place a row's engine profile becomes the simulator's settings (until the engine
-    profiles of schedatrix/serving/perf/engines.py set them)."""
+    """(static batch, vLLM's host time) of the engine that measured ``row``: the one place a
+    row's engine profile becomes the simulator's settings (until the engine profiles of
+    schedatrix/serving/perf/engines.py set them). An online ``tensorrt-llm`` row (a served load)
+    is in-flight batching: today's scheduler (decode first, chunked prefill, 8,192 tokens a
+    step) with TensorRT-LLM's 256 sequences and no host time, not its capacity policy."""
     if row.engine in _STATIC_NO_HOST:
-        return True, False
+        return not row.online, False
     if row.engine in _VLLM:
         return False, True
     raise InputError(f"validation row {row.id}: engine {row.engine!r}; allowed: "
@@ -74,6 +76,8 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
         bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
         return bf16 / fp8
+    if row.online:
+        return _online(row, host)
     span, run, design = _span(row, host)
     n = row.batch
     if row.kind == "first_token":
@@ -108,6 +112,31 @@ def _span(row: Published, host: HostCosts):
     if not (run.status == COMPLETED).all():
         raise InputError(f"validation row {row.id}: not every request of the batch completed")
     return float(np.max(run.done_s)), run, design
+
+
+def _online(row: Published, host: HostCosts) -> float:
+    """The mean TTFT or per-request ITL (ms) of ``row.users`` clients in a closed loop, no think
+    time, ``row.requests`` requests; the first wave (one request a user, all sent at once) is a
+    warm-up and left out."""
+    n = row.requests
+    requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
+                        np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16),
+                        closed_loop=ClosedLoop(row.users))
+    vllm = engine_flags(row)[1]
+    design = Design(model=row.model, gpu=row.gpu, tp=row.tp,
+                    max_batch=256 if not vllm else Design().max_batch,
+                    cuda_graphs=row.cuda_graphs, dtype=row.dtype)
+    built = build(design)
+    perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
+                     host=_host(row, host), dtype=row.dtype)
+    run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
+    if not (run.status == COMPLETED).all():
+        raise InputError(f"validation row {row.id}: not every request completed")
+    keep = slice(min(row.users, n - 1), None)
+    if row.kind == "online_ttft":
+        return float(np.mean((run.first_token_s - run.arrival_s)[keep])) * 1e3
+    gaps = (run.done_s - run.first_token_s) / max(row.output_tokens - 1, 1)
+    return float(np.mean(gaps[keep])) * 1e3
 
 
 def check(row: Published) -> Check:
