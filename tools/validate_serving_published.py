@@ -22,35 +22,71 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}" if abs(v) >= 10 else f"{v:,.2f}"
 
 
+def _ids(test) -> str:
+    return ", ".join(f"`{c.row.id}`" for c in test.checks)
+
+
 def table(checks: list | None = None) -> str:
-    """The page's table: every row's check (``checks``, or a fresh run of them)."""
+    """The page's tables: every row's check (``checks``, or a fresh run of them), the per-kind
+    bias, the worst tests, the sources and the measurements not replayed."""
     sys.path.insert(0, str(ROOT))
     from schedatrix.serving.perf.published import UNREPLAYED
-    from schedatrix.serving.studies.validation import validate
+    from schedatrix.serving.studies.validation import (
+        LEAN_LIMIT,
+        SHARE_AIM,
+        kind_of,
+        summarize,
+        tests,
+        validate,
+    )
 
     checks = validate() if checks is None else checks
-    lines = ["| row | setup | published | model | ratio | band | in band |",
-             "|---|---|---|---|---|---|---|"]
+    found = tests(checks)
+    shared = {c.row.id: t for t in found if len(t.checks) > 1 for c in t.checks}
+    lines = ["| row | kind | engine | setup | published | model | ratio | band | in band |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for c in checks:
         r = c.row
-        mark = ("fitted here (" + r.calibrates + ")") if r.calibrates else \
-            ("yes" if c.within else "**no**" + (" (known miss, below)" if r.known_miss else ""))
-        lines.append(f"| `{r.id}` | {r.setup()} | {_fmt(r.value)} {r.unit} | "
-                     f"{_fmt(c.model)} {r.unit} | {c.ratio:.2f} | ±{r.band:.0%} | {mark} |")
-    tested = [c for c in checks if not c.row.calibrates and not c.row.known_miss]
-    misses = [c for c in checks if c.row.known_miss]
-    worst = max(tested, key=lambda c: abs(c.ratio - 1))
-    lat = [c for c in tested if c.row.band == 0.15]
-    thr = [c for c in tested if c.row.band != 0.15]
-    lines += ["", f"{len(tested)} rows tested ({len(checks) - len(tested) - len(misses)} fitted, "
-              f"{len(misses)} known misses); "
-              f"{sum(c.within for c in tested)} in band. Worst latency ratio "
-              f"{max(lat, key=lambda c: abs(c.ratio - 1)).ratio:.2f}, worst throughput ratio "
-              f"{max(thr, key=lambda c: abs(c.ratio - 1)).ratio:.2f} "
-              f"(worst of all: `{worst.row.id}`, {worst.ratio:.2f}).", "",
-              "Known misses (replayed and shown, not in the count; a test says when one comes "
-              "into its band):", ""]
-    lines += [f"- `{c.row.id}` ({c.ratio:.2f}): {c.row.known_miss}" for c in misses]
+        if r.fitted:
+            mark = f"fitted here ({r.calibrates}), not counted"
+        else:
+            mark = "yes" if c.within else "**no**" + (" (why: below)" if r.known_miss else "")
+            if r.id in shared:
+                mark += "; one setup with " + ", ".join(
+                    f"`{o.row.id}`" for o in shared[r.id].checks if o.row.id != r.id) + \
+                    f" (counted once, {shared[r.id].error:+.1%})"
+        lines.append(f"| `{r.id}` | {kind_of(r)} | {r.engine} | {r.setup()} | "
+                     f"{_fmt(r.value)} {r.unit} | {_fmt(c.model)} {r.unit} | {c.ratio:.2f} | "
+                     f"±{r.band:.0%} | {mark} |")
+    inside = sum(t.within for t in found)
+    fitted = sum(c.row.fitted for c in checks)
+    lines += ["", f"{len(checks)} rows: {fitted} fitted (not counted), "
+              f"{len(checks) - fitted - len(found)} sharing a setup with another (counted "
+              f"once); {len(found)} tests, **{inside} in band ({inside / len(found):.0%}; aim "
+              f"{SHARE_AIM:.0%})**.", "",
+              "Per kind (tests of one setup counted once; signed error = model / published - "
+              "1, so a positive error is a latency too long or a throughput too high; a kind "
+              f"fails when its mean leans beyond ±{LEAN_LIMIT:.0%}):", "",
+              "| kind | tests | in band | mean signed error | leans | worst |",
+              "|---|---|---|---|---|---|"]
+    for k in summarize(checks):
+        if k.n:
+            lines.append(f"| {k.kind} | {k.n} | {k.in_band:.0%} | {k.mean_error:+.1%} | "
+                         f"{'**yes**' if k.leans else 'no'} | {_ids(k.worst)} "
+                         f"({k.worst.error:+.0%}) |")
+        else:
+            lines.append(f"| {k.kind} | 0 | - | - | - | (no row yet) |")
+    lines += ["", "The worst tests:", "", "| test | kind | setup | signed error | in band |",
+              "|---|---|---|---|---|"]
+    for t in sorted(found, key=lambda t: -abs(t.error))[:10]:
+        lines.append(f"| {_ids(t)} | {kind_of(t.row)} | {t.row.setup()} | {t.error:+.1%} | "
+                     f"{'yes' if t.within else '**no**'} |")
+    whys: dict[str, list[str]] = {}
+    for c in checks:
+        if c.row.known_miss and not c.within:
+            whys.setdefault(c.row.known_miss, []).append(f"`{c.row.id}` ({c.ratio:.2f})")
+    lines += ["", "Why rows miss, where the numbers say it (these rows stay in the count):", ""]
+    lines += [f"- {', '.join(ids)}: {why}" for why, ids in whys.items()]
     lines += ["", "Sources:", ""]
     by_source: dict[str, list[str]] = {}
     for c in checks:

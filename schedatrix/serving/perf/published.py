@@ -16,18 +16,28 @@ Each row is a setup the simulator can replay (:mod:`schedatrix.serving.studies.v
   ``output_tokens`` out; the figure is its mean time between output tokens after the first
   (milliseconds), as NVIDIA's AIPerf reports ITL;
 - ``fp8_speedup``: the same batch run in BF16 and in FP8; the figure is the BF16 run's time over
-  the FP8 run's (TensorRT-LLM's quantization blog).
+  the FP8 run's (TensorRT-LLM's quantization blog);
+- ``online_ttft`` and ``online_itl``: ``users`` clients in a closed loop (each sends its next
+  request when its previous one ends, no think time), ``requests`` in all, ``input_tokens`` in
+  and ``output_tokens`` out each; the figure is the time to first token, or the inter-token
+  latency per request ((end - first token) / (output tokens - 1), AIPerf's ITL), in the
+  source's ``statistic`` over the requests (``mean``), milliseconds.
 
 ``dtype`` is the precision the row ran in (``bf16``, or ``fp8``: FP8 weights and KV cache).
-``known_miss`` says why a row the model replays misses its band (shown on the page with its
-ratio, and tested to still miss, so that a model that comes to reproduce it is noticed).
+``known_miss`` says why a row misses its band when it does (shown on the page beside the row's
+ratio); it takes nothing out of the count.
 
-``framework`` decides the host's time per iteration: ``vllm`` runs vLLM's (:mod:`.host`);
-``tensorrt-llm`` and ``lmdeploy`` are C++ sessions running a static batch with no scheduler
-between steps, replayed with no host time. ``cuda_graphs`` False: the row ran without CUDA
-graphs (vLLM's ``enforce_eager``). ``band`` is the largest ratio error the validation accepts
-(latency 15%, throughput 20%); ``calibrates`` names the term of the host's costs the row was
-fitted to (shown, and a test checks the fit, not the model).
+``engine`` names the profile of the engine that measured the row (``vllm-0.10``,
+``tensorrt-llm``, ...; by default from ``framework``); ``framework`` is the project, shown in the
+row's setup. ``studies.validation.engine_flags`` turns the engine into the simulator's settings:
+vLLM's rows run vLLM's host time per iteration (:mod:`.host`); ``tensorrt-llm`` and
+``lmdeploy-0.1`` rows are C++ sessions running a static batch with no scheduler between steps,
+replayed with no host time. ``cuda_graphs`` False: the row ran without CUDA graphs (vLLM's
+``enforce_eager``). ``band`` is the largest ratio error the validation accepts (latency 15%,
+throughput 20%); ``calibrates`` names the term of the host's costs the row was fitted to
+(``fitted``: shown, left out of the count, and a test checks the fit, not the model).
+Two rows with one ``setup_key`` (same model, GPU, parallelism, batch, lengths, precision,
+CUDA graphs and engine) count as one test.
 
 ``UNREPLAYED`` lists published measurements the model cannot set up yet, and why.
 """
@@ -36,11 +46,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Published", "PUBLISHED", "UNREPLAYED", "LATENCY_BAND", "THROUGHPUT_BAND"]
+__all__ = ["Published", "PUBLISHED", "UNREPLAYED", "LATENCY_BAND", "THROUGHPUT_BAND",
+           "ONLINE_TTFT_BAND"]
 
 #: The widest accepted error, model over published minus 1, of a latency and a throughput row.
 LATENCY_BAND = 0.15
 THROUGHPUT_BAND = 0.20
+#: An online row's time to first token under load: the client path outside the GPU and the
+#: queue make it the loosest figure (issue 32: "online TTFT within 25%").
+ONLINE_TTFT_BAND = 0.25
 
 _TRT_DOC = ("https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md "
             "(docs/source/performance.md: 'All data was generated using version 0.9.0')")
@@ -54,6 +68,53 @@ _TRT_QUANT = ("https://github.com/NVIDIA/TensorRT-LLM/blob/2ee99e8abf59022addc0f
               "quantization techniques in TRT-LLM')")
 _NIM = ("https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.md (NIM 1.8.0, "
         "Llama-3.3-70B-Instruct, '2 x H100 80G / fp8 TP2', AIPerf)")
+_NIM_SWEEP = (_NIM + "; its whole concurrency sweep as copied, row for row, into "
+              "https://github.com/zivbeker42/llm-guesstimator/blob/cf11e664a85abf1f5cb811e7c7798581"
+              "aadb1290/tested_benchmarks/nim_llama33_70b_v1.8.0_2xH100_fp8TP2.csv (the copy's "
+              "concurrency-1 rows match the page's)")
+
+#: NVIDIA NIM 1.8.0's concurrency sweep of Llama 3.3 70B (the 3.1 70B shape) in FP8 on 2 x H100:
+#: ``(input, output, concurrency, TTFT ms, ITL ms)``, every row of it (concurrency 1 included:
+#: one user in a closed loop is one request at a time).
+_NIM_PAGE: tuple[tuple[int, int, int, float, float], ...] = (
+    (5000, 500, 1, 406.77, 18.58), (5000, 500, 5, 546.7, 21.83), (5000, 500, 25, 688.69, 38.75),
+    (5000, 500, 50, 834.51, 59.73), (5000, 500, 100, 7996.25, 92.91),
+    (5000, 500, 150, 34794.22, 92.86), (5000, 500, 200, 61680.22, 93.06),
+    (5000, 500, 250, 88605.32, 93.2),
+    (500, 2000, 1, 47.77, 18.91), (500, 2000, 5, 126.53, 19.04), (500, 2000, 25, 147.63, 21.69),
+    (500, 2000, 50, 181.64, 23.97), (500, 2000, 100, 229.77, 29.98),
+    (500, 2000, 150, 296.74, 37.85), (500, 2000, 200, 4867.89, 40.72),
+    (200, 200, 1, 31.22, 18.8), (200, 200, 5, 88.7, 18.83), (200, 200, 25, 138.98, 20.61),
+    (200, 200, 50, 156.28, 23.33), (200, 200, 100, 176.8, 29.87), (200, 200, 150, 195.51, 37.75),
+    (200, 200, 200, 253.36, 42.95), (200, 200, 250, 264.22, 48.16),
+    (1000, 1000, 1, 82.46, 18.67), (1000, 1000, 5, 145.62, 19.07),
+    (1000, 1000, 25, 250.49, 22.45), (1000, 1000, 50, 278.62, 25.87),
+    (1000, 1000, 100, 334.23, 34.21), (1000, 1000, 150, 428.54, 44.44),
+    (1000, 1000, 200, 558.23, 50.66), (1000, 1000, 250, 3499.83, 56.3),
+    (20000, 2000, 1, 1833.01, 19.58), (20000, 2000, 5, 2910.33, 25.24),
+    (20000, 2000, 25, 18781.26, 48.26), (20000, 2000, 50, 123969.71, 49.22),
+    (20000, 2000, 100, 333564.85, 49.81), (20000, 2000, 150, 543226.4, 50.01),
+    (20000, 2000, 200, 753417.03, 50.06), (20000, 2000, 250, 963222.96, 50.13),
+)
+
+
+def _nim_rows(inp: int, out: int, users: int, ttft: float, itl: float) -> tuple:
+    base = f"nim-h100-70b-fp8-tp2-u{users}-{inp}-{out}"
+    note = ("FP8; a closed loop of `users` clients (AIPerf's concurrency), no think time; the "
+            "page's figure read as the mean over requests")
+    return tuple(Published(f"{base}-{k}", _NIM_SWEEP, "tensorrt-llm", "llama-3.1-70b",
+                           "h100-80gb", 2, f"online_{k}", 1, inp, out, v, "ms", note,
+                           dtype="fp8", users=users, requests=max(4 * users, 40),
+                           statistic="mean")
+                 for k, v in (("ttft", ttft), ("itl", itl)))
+
+
+#: The engine profile (schedatrix/serving/perf/engines.py) of each framework's rows, unless a
+#: row names its own: vLLM's CI and PR #10058 ran vLLM's V1 engine with synchronous scheduling
+#: (the host's time per iteration is fitted to one of them); TensorRT-LLM's rows ran its C++
+#: runtime (gptSessionBenchmark: a static batch; NIM: a TensorRT-LLM engine behind a server);
+#: lmdeploy's, its TurboMind C++ engine (no profile: replayed as a static batch with no host).
+_ENGINE_OF = {"vllm": "vllm-0.10", "tensorrt-llm": "tensorrt-llm", "lmdeploy": "lmdeploy-0.1"}
 
 
 @dataclass(frozen=True)
@@ -77,9 +138,35 @@ class Published:
     cuda_graphs: bool = True
     dtype: str = "bf16"
     known_miss: str = ""
+    engine: str = ""
+    users: int = 0
+    requests: int = 0
+    statistic: str = ""
+
+    def __post_init__(self):
+        if not self.engine:     # the profile of the engine that measured the row
+            object.__setattr__(self, "engine", _ENGINE_OF[self.framework])
+
+    @property
+    def fitted(self) -> bool:
+        """Whether a constant of the model was fitted to this row (then it is not a test)."""
+        return bool(self.calibrates)
+
+    def setup_key(self) -> tuple:
+        """What makes two rows one test: the same model, GPU, parallelism, kind of figure,
+        batch, lengths, precision, CUDA graphs and engine."""
+        return (self.model, self.gpu, self.tp, self.kind, self.batch, self.input_tokens,
+                self.output_tokens, self.dtype, self.cuda_graphs, self.engine, self.users)
+
+    @property
+    def online(self) -> bool:
+        """A served load (``users`` clients in a closed loop) rather than one batch."""
+        return self.kind in ("online_ttft", "online_itl")
 
     @property
     def band(self) -> float:
+        if self.kind == "online_ttft":
+            return ONLINE_TTFT_BAND
         return THROUGHPUT_BAND if self.kind in ("batch_throughput", "batch_rate") \
             else LATENCY_BAND
 
@@ -95,7 +182,11 @@ class Published:
                 "inter_token": f"one at a time, {self.input_tokens:,} in / "
                                f"{self.output_tokens:,} out, inter-token latency",
                 "fp8_speedup": f"batch {self.batch}, {self.input_tokens:,} in / "
-                               f"{self.output_tokens:,} out, BF16 time over FP8 time"
+                               f"{self.output_tokens:,} out, BF16 time over FP8 time",
+                "online_ttft": f"{self.users} users, closed loop, {self.input_tokens:,} in / "
+                               f"{self.output_tokens:,} out, {self.statistic} TTFT",
+                "online_itl": f"{self.users} users, closed loop, {self.input_tokens:,} in / "
+                              f"{self.output_tokens:,} out, {self.statistic} ITL",
                 }[self.kind]
         graphs = "" if self.cuda_graphs else ", no CUDA graphs"
         dtype = ", FP8" if self.dtype == "fp8" else ""
@@ -103,50 +194,108 @@ class Published:
                 f"{dtype}")
 
 
-def _trt(id_, model, tp, kind, batch, inp, out, value, unit, note=""):
-    return Published(id_, _TRT_DOC, "tensorrt-llm", model, "a100-80gb", tp, kind, batch, inp,
-                     out, value, unit, "FP16, A100 SXM 80GB; " + note if note else
-                     "FP16, A100 SXM 80GB")
+#: TensorRT-LLM 0.9's performance page (``_TRT_DOC``), every row of it for the catalog's models
+#: (LLaMA 7B and 70B: Llama 2; Mixtral 8x7B) on the catalog's GPUs (H200 and H100 in FP8, A100 in
+#: FP16), as printed: ``(gpu, model, tp, batch, input, output, value)``. Output length 1 is a
+#: "Low Latency" table's first token latency (ms); the others are its "Peak Throughput" tables'
+#: out tok/s per GPU. 12 rows a GPU and model pair, 54 in all. The page's GPT-J 6B, Mistral 7B,
+#: Falcon 180B and its L40S tables are not in the catalog.
+_TRT_PAGE: tuple[tuple[str, str, int, int, int, int, float], ...] = (
+    # H200 GPUs (FP8)
+    ("h200", "mixtral-8x7b", 2, 1024, 128, 128, 5444),
+    ("h200", "mixtral-8x7b", 2, 256, 128, 2048, 4973),
+    ("h200", "mixtral-8x7b", 2, 64, 2048, 128, 605),
+    ("h200", "mixtral-8x7b", 2, 64, 2048, 2048, 1821),
+    ("h200", "llama-2-7b", 1, 896, 128, 128, 20618),
+    ("h200", "llama-2-7b", 1, 120, 128, 2048, 8348),
+    ("h200", "llama-2-7b", 1, 64, 2048, 128, 2391),
+    ("h200", "llama-2-7b", 1, 56, 2048, 2048, 3522),
+    ("h200", "llama-2-70b", 1, 1024, 128, 128, 3989),
+    ("h200", "llama-2-70b", 2, 512, 128, 2048, 3963),
+    ("h200", "llama-2-70b", 1, 64, 2048, 128, 418),
+    ("h200", "llama-2-70b", 1, 64, 2048, 2048, 1458),
+    ("h200", "mixtral-8x7b", 2, 1, 128, 1, 12.1),
+    ("h200", "mixtral-8x7b", 2, 1, 2048, 1, 87.7),
+    ("h200", "llama-2-7b", 1, 1, 128, 1, 5.7),
+    ("h200", "llama-2-7b", 1, 1, 2048, 1, 30.2),
+    ("h200", "llama-2-70b", 4, 1, 128, 1, 17.8),
+    ("h200", "llama-2-70b", 4, 1, 2048, 1, 103.0),
+    # H100 GPUs (FP8)
+    ("h100-80gb", "mixtral-8x7b", 2, 512, 128, 128, 5255),
+    ("h100-80gb", "mixtral-8x7b", 2, 128, 128, 2048, 3408),
+    ("h100-80gb", "mixtral-8x7b", 2, 64, 2048, 128, 588),
+    ("h100-80gb", "mixtral-8x7b", 2, 32, 2048, 2048, 1317),
+    ("h100-80gb", "llama-2-7b", 1, 896, 128, 128, 19854),
+    ("h100-80gb", "llama-2-7b", 1, 120, 128, 2048, 6944),
+    ("h100-80gb", "llama-2-7b", 1, 84, 2048, 128, 2163),
+    ("h100-80gb", "llama-2-7b", 1, 56, 2048, 2048, 2826),
+    ("h100-80gb", "llama-2-70b", 2, 1024, 128, 128, 3214),
+    ("h100-80gb", "llama-2-70b", 4, 512, 128, 2048, 2725),
+    ("h100-80gb", "llama-2-70b", 2, 96, 2048, 128, 346),
+    ("h100-80gb", "llama-2-70b", 2, 64, 2048, 2048, 1011),
+    ("h100-80gb", "mixtral-8x7b", 2, 1, 128, 1, 13.4),
+    ("h100-80gb", "mixtral-8x7b", 2, 1, 2048, 1, 89.5),
+    ("h100-80gb", "llama-2-7b", 1, 1, 128, 1, 6.3),
+    ("h100-80gb", "llama-2-7b", 1, 1, 2048, 1, 30.8),
+    ("h100-80gb", "llama-2-70b", 4, 1, 128, 1, 19.6),
+    ("h100-80gb", "llama-2-70b", 8, 1, 2048, 1, 85.1),
+    # A100 GPUs (FP16)
+    ("a100-80gb", "mixtral-8x7b", 2, 512, 128, 128, 2842),
+    ("a100-80gb", "mixtral-8x7b", 2, 128, 128, 2048, 1724),
+    ("a100-80gb", "mixtral-8x7b", 2, 64, 2048, 128, 319),
+    ("a100-80gb", "mixtral-8x7b", 2, 32, 2048, 2048, 801),
+    ("a100-80gb", "llama-2-7b", 1, 256, 128, 128, 5390),
+    ("a100-80gb", "llama-2-7b", 1, 32, 128, 2048, 1484),
+    ("a100-80gb", "llama-2-7b", 1, 32, 2048, 128, 533),
+    ("a100-80gb", "llama-2-7b", 1, 16, 2048, 2048, 603),
+    ("a100-80gb", "llama-2-70b", 4, 1024, 128, 128, 686),
+    ("a100-80gb", "llama-2-70b", 8, 512, 128, 2048, 684),
+    ("a100-80gb", "llama-2-70b", 4, 96, 2048, 128, 80),
+    ("a100-80gb", "llama-2-70b", 4, 64, 2048, 2048, 289),
+    ("a100-80gb", "mixtral-8x7b", 2, 1, 128, 1, 23.8),
+    ("a100-80gb", "mixtral-8x7b", 2, 1, 2048, 1, 160.9),
+    ("a100-80gb", "llama-2-7b", 1, 1, 128, 1, 16.2),
+    ("a100-80gb", "llama-2-7b", 1, 1, 2048, 1, 132.4),
+    ("a100-80gb", "llama-2-70b", 4, 1, 128, 1, 45.6),
+    ("a100-80gb", "llama-2-70b", 8, 1, 2048, 1, 249.2),
+)
 
-
-def _trt_fp8(id_, model, gpu, tp, kind, batch, inp, out, value, unit, known_miss=""):
-    return Published(id_, _TRT_DOC, "tensorrt-llm", model, gpu, tp, kind, batch, inp, out,
-                     value, unit, "FP8 weights and FP8 KV cache (the table's 'FP8' section)",
-                     dtype="fp8", known_miss=known_miss)
-
+_SHORT = {"a100-80gb": "a100", "h100-80gb": "h100", "h200": "h200", "llama-2-7b": "7b",
+          "llama-2-70b": "70b", "mixtral-8x7b": "mixtral"}
 
 #: Why TensorRT-LLM 0.9's FP8 Mixtral rows beyond a short prompt miss (the numbers say it).
 _MOE_FP8_MISS = ("its FP8 experts ran far below the FP8 peak: the 2,048-token prefill took "
                  "89.5 ms, 56% of the A100 FP16 run's 160.9 ms (in band here) where the H100's "
-                 "FP8 peak is 6.3 times the A100's BF16 peak; the model runs the experts' "
-                 "matmuls at the dense matmuls' share of the peak and is 2-3 times too fast")
+                 "FP8 peak is 6.3 times the A100's BF16 peak; TensorRT-LLM 0.9's MoE plugin had "
+                 "no FP8 (docs/serving-calibration.md, MoE), while the model runs the experts' "
+                 "FP8 grouped matmuls at the dense matmuls' share of the FP8 peak")
+#: Why the A100's Mixtral rows with few distinct tokens miss.
+_MOE_A100_MISS = ("faster than reading every expert at the A100's full bandwidth (46.7 GB a "
+                  "GPU at 2,039 GB/s is 22.9 ms; 128 prompt tokens, or a batch of 32, touch all "
+                  "8 experts under any independent routing): the benchmark's dummy-weight "
+                  "tokens did not spread over the experts as the model assumes")
+
+
+def _trt_row(g: str, model: str, tp: int, batch: int, inp: int, out: int,
+             value: float) -> Published:
+    fp8 = g != "a100-80gb"
+    first = out == 1
+    id_ = (f"trtllm-{_SHORT[g]}-{_SHORT[model]}{'-fp8' if fp8 else ''}-tp{tp}-"
+           + (f"ttft-{inp}" if first else f"bs{batch}-{inp}-{out}"))
+    note = ("FP8 weights and FP8 KV cache (the page's 'FP8' tables)" if fp8 else
+            "FP16, A100 SXM 80GB")
+    miss = ""
+    if model == "mixtral-8x7b":
+        miss = _MOE_FP8_MISS if fp8 else _MOE_A100_MISS
+    return Published(id_, _TRT_DOC, "tensorrt-llm", model, g, tp,
+                     "first_token" if first else "batch_throughput", batch, inp, out, value,
+                     "ms" if first else "tok/s/GPU", note, dtype="fp8" if fp8 else "bf16",
+                     engine="tensorrt-llm", known_miss=miss)
 
 
 PUBLISHED: tuple[Published, ...] = (
-    # TensorRT-LLM 0.9.0, A100 FP16, "Low Latency": batch 1, first token (one output token)
-    _trt("trtllm-a100-7b-ttft-128", "llama-2-7b", 1, "first_token", 1, 128, 1, 16.2, "ms"),
-    _trt("trtllm-a100-7b-ttft-2048", "llama-2-7b", 1, "first_token", 1, 2048, 1, 132.4, "ms"),
-    _trt("trtllm-a100-70b-tp4-ttft-128", "llama-2-70b", 4, "first_token", 1, 128, 1, 45.6,
-         "ms"),
-    _trt("trtllm-a100-70b-tp8-ttft-2048", "llama-2-70b", 8, "first_token", 1, 2048, 1, 249.2,
-         "ms"),
-    # TensorRT-LLM 0.9.0, A100 FP16, "Peak Throughput": static batches, out tok/s per GPU
-    _trt("trtllm-a100-7b-bs256-128-128", "llama-2-7b", 1, "batch_throughput", 256, 128, 128,
-         5390, "tok/s/GPU"),
-    _trt("trtllm-a100-7b-bs32-128-2048", "llama-2-7b", 1, "batch_throughput", 32, 128, 2048,
-         1484, "tok/s/GPU"),
-    _trt("trtllm-a100-7b-bs32-2048-128", "llama-2-7b", 1, "batch_throughput", 32, 2048, 128,
-         533, "tok/s/GPU"),
-    _trt("trtllm-a100-7b-bs16-2048-2048", "llama-2-7b", 1, "batch_throughput", 16, 2048, 2048,
-         603, "tok/s/GPU"),
-    _trt("trtllm-a100-70b-tp4-bs1024-128-128", "llama-2-70b", 4, "batch_throughput", 1024, 128,
-         128, 686, "tok/s/GPU"),
-    _trt("trtllm-a100-70b-tp8-bs512-128-2048", "llama-2-70b", 8, "batch_throughput", 512, 128,
-         2048, 684, "tok/s/GPU"),
-    _trt("trtllm-a100-70b-tp4-bs96-2048-128", "llama-2-70b", 4, "batch_throughput", 96, 2048,
-         128, 80, "tok/s/GPU"),
-    _trt("trtllm-a100-70b-tp4-bs64-2048-2048", "llama-2-70b", 4, "batch_throughput", 64, 2048,
-         2048, 289, "tok/s/GPU"),
+    # TensorRT-LLM 0.9.0's performance page: every row for the catalog's models and GPUs
+    *(_trt_row(*r) for r in _TRT_PAGE),
     # vLLM's CI performance benchmark: one generate() of 8 prompts, 32 in / 128 out, BF16,
     # random weights (every output token generated), CUDA graphs on
     Published("vllm-ci-h200-8b-bs8", _VLLM_CI, "vllm", "llama-3.1-8b", "h200", 1,
@@ -176,40 +325,6 @@ PUBLISHED: tuple[Published, ...] = (
               1, "batch_rate", 1, 128, 128, 102.21, "tok/s", "FP16"),
     Published("lmdeploy-a100-70b-tp4-bs1-128-128", _LMDEPLOY, "lmdeploy", "llama-2-70b",
               "a100-80gb", 4, "batch_rate", 1, 128, 128, 33.63, "tok/s", "FP16"),
-    # TensorRT-LLM 0.9.0, the same tables' H100 and H200 "FP8" sections (FP8 KV cache)
-    _trt_fp8("trtllm-h100-7b-fp8-ttft-2048", "llama-2-7b", "h100-80gb", 1, "first_token", 1,
-             2048, 1, 30.8, "ms"),
-    _trt_fp8("trtllm-h100-70b-fp8-tp4-ttft-128", "llama-2-70b", "h100-80gb", 4, "first_token",
-             1, 128, 1, 19.6, "ms"),
-    _trt_fp8("trtllm-h100-70b-fp8-tp8-ttft-2048", "llama-2-70b", "h100-80gb", 8, "first_token",
-             1, 2048, 1, 85.1, "ms"),
-    _trt_fp8("trtllm-h200-70b-fp8-tp4-ttft-128", "llama-2-70b", "h200", 4, "first_token", 1,
-             128, 1, 17.8, "ms"),
-    _trt_fp8("trtllm-h200-70b-fp8-tp4-ttft-2048", "llama-2-70b", "h200", 4, "first_token", 1,
-             2048, 1, 103.0, "ms"),
-    _trt_fp8("trtllm-h100-70b-fp8-tp2-bs1024-128-128", "llama-2-70b", "h100-80gb", 2,
-             "batch_throughput", 1024, 128, 128, 3214, "tok/s/GPU"),
-    _trt_fp8("trtllm-h200-70b-fp8-tp1-bs1024-128-128", "llama-2-70b", "h200", 1,
-             "batch_throughput", 1024, 128, 128, 3989, "tok/s/GPU"),
-    # the same tables' Mixtral 8x7B rows: a mixture of experts in FP8
-    _trt_fp8("trtllm-h100-mixtral-fp8-tp2-ttft-128", "mixtral-8x7b", "h100-80gb", 2,
-             "first_token", 1, 128, 1, 13.4, "ms"),
-    _trt_fp8("trtllm-h100-mixtral-fp8-tp2-ttft-2048", "mixtral-8x7b", "h100-80gb", 2,
-             "first_token", 1, 2048, 1, 89.5, "ms", _MOE_FP8_MISS),
-    _trt_fp8("trtllm-h100-mixtral-fp8-tp2-bs512-128-128", "mixtral-8x7b", "h100-80gb", 2,
-             "batch_throughput", 512, 128, 128, 5255, "tok/s/GPU", _MOE_FP8_MISS),
-    _trt_fp8("trtllm-h200-mixtral-fp8-tp2-bs1024-128-128", "mixtral-8x7b", "h200", 2,
-             "batch_throughput", 1024, 128, 128, 5444, "tok/s/GPU", _MOE_FP8_MISS),
-    Published("trtllm-a100-mixtral-tp2-ttft-128", _TRT_DOC, "tensorrt-llm", "mixtral-8x7b",
-              "a100-80gb", 2, "first_token", 1, 128, 1, 23.8, "ms", "FP16, A100 SXM 80GB",
-              known_miss="faster than reading every expert at the A100's full bandwidth (46.7 "
-                         "GB a GPU at 2,039 GB/s is 22.9 ms; 128 tokens touch all 8 experts "
-                         "under uniform routing): the benchmark's tokens did not spread over "
-                         "the experts as the model assumes"),
-    _trt("trtllm-a100-mixtral-tp2-ttft-2048", "mixtral-8x7b", 2, "first_token", 1, 2048, 1,
-         160.9, "ms"),
-    _trt("trtllm-a100-mixtral-tp2-bs512-128-128", "mixtral-8x7b", 2, "batch_throughput", 512,
-         128, 128, 2842, "tok/s/GPU"),
     # TensorRT-LLM's quantization blog: Llama-2-7B on one H100, 1,024 in / 128 out, FP8 against
     # FP16 at a fixed batch
     Published("trtllm-blog-h100-7b-fp8-speedup-bs1", _TRT_QUANT, "tensorrt-llm", "llama-2-7b",
@@ -219,18 +334,8 @@ PUBLISHED: tuple[Published, ...] = (
     Published("trtllm-blog-h100-7b-fp8-speedup-bs8", _TRT_QUANT, "tensorrt-llm", "llama-2-7b",
               "h100-80gb", 1, "fp8_speedup", 8, 1024, 128, 1.40, "x",
               "FP8 over FP16 at batch 8; as the row above"),
-    # NVIDIA NIM 1.8.0: Llama 3.3 70B (the 3.1 70B shape) FP8 on 2 x H100, one request at a
-    # time; NIM runs a TensorRT-LLM engine for this profile (replayed with no host time)
-    Published("nim-h100-70b-fp8-tp2-c1-5000-500-ttft", _NIM, "tensorrt-llm", "llama-3.1-70b",
-              "h100-80gb", 2, "first_token", 1, 5000, 1, 406.77, "ms",
-              "FP8, TTFT at concurrency 1, 5,000 in / 500 out (a server: HTTP and tokenizer "
-              "included)", dtype="fp8"),
-    Published("nim-h100-70b-fp8-tp2-c1-5000-500-itl", _NIM, "tensorrt-llm", "llama-3.1-70b",
-              "h100-80gb", 2, "inter_token", 1, 5000, 500, 18.58, "ms",
-              "FP8, ITL at concurrency 1", dtype="fp8"),
-    Published("nim-h100-70b-fp8-tp2-c1-500-2000-itl", _NIM, "tensorrt-llm", "llama-3.1-70b",
-              "h100-80gb", 2, "inter_token", 1, 500, 2000, 18.91, "ms",
-              "FP8, ITL at concurrency 1", dtype="fp8"),
+    # NIM 1.8.0's whole concurrency sweep: TTFT and ITL under a closed loop
+    *(row for r in _NIM_PAGE for row in _nim_rows(*r)),
     # vLLM's CI: Mixtral 8x7B in BF16 on 2 x H200, one generate() of 8 prompts
     Published("vllm-ci-h200-mixtral-tp2-bs8", _VLLM_CI, "vllm", "mixtral-8x7b", "h200", 2,
               "batch_latency", 8, 32, 128, 1917.44, "ms",

@@ -19,18 +19,35 @@ import numpy as np
 from ...errors import InputError
 from ..cluster.deployment import Design, build
 from ..figures.record import COMPLETED
-from ..load.requests import Requests
+from ..load.requests import ClosedLoop, Requests
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.model import PerfModel
 from ..perf.published import PUBLISHED, Published
 from ..sim.engine import simulate_fast
 
-__all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating"]
+__all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
+           "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",
+           "SHARE_AIM"]
 
-#: The host of each framework's rows: vLLM's engine, or a C++ session running a static batch
-#: with nothing scheduled between its steps (TensorRT-LLM's gptSessionBenchmark, lmdeploy's
-#: TurboMind).
-_NO_HOST = ("tensorrt-llm", "lmdeploy")
+#: The engines whose rows are C++ sessions running a static batch with nothing scheduled
+#: between its steps (TensorRT-LLM's gptSessionBenchmark, NIM's TensorRT-LLM engine at
+#: concurrency 1, lmdeploy's TurboMind): no host time, every prompt prefilled in one step.
+_STATIC_NO_HOST = ("tensorrt-llm", "lmdeploy-0.1")
+_VLLM = ("vllm-0.10",)
+
+
+def engine_flags(row: Published) -> tuple[bool, bool]:
+    """(static batch, vLLM's host time) of the engine that measured ``row``: the one place a
+    row's engine profile becomes the simulator's settings (until the engine profiles of
+    schedatrix/serving/perf/engines.py set them). An online ``tensorrt-llm`` row (a served load)
+    is in-flight batching: today's scheduler (decode first, chunked prefill, 8,192 tokens a
+    step) with TensorRT-LLM's 256 sequences and no host time, not its capacity policy."""
+    if row.engine in _STATIC_NO_HOST:
+        return not row.online, False
+    if row.engine in _VLLM:
+        return False, True
+    raise InputError(f"validation row {row.id}: engine {row.engine!r}; allowed: "
+                     f"{', '.join(_VLLM + _STATIC_NO_HOST)}")
 
 
 @dataclass(frozen=True)
@@ -50,11 +67,8 @@ class Check:
 
 
 def _host(row: Published, host: HostCosts) -> HostCosts:
-    if row.framework in _NO_HOST:
-        return dataclasses.replace(host, step_s=0.0, per_seq_s=0.0)
-    if row.framework == "vllm":
-        return host
-    raise InputError(f"framework: {row.framework!r}; allowed: vllm, {', '.join(_NO_HOST)}")
+    static, vllm_host = engine_flags(row)
+    return host if vllm_host else dataclasses.replace(host, step_s=0.0, per_seq_s=0.0)
 
 
 def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
@@ -62,6 +76,8 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
         bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
         return bf16 / fp8
+    if row.online:
+        return _online(row, host)
     span, run, design = _span(row, host)
     n = row.batch
     if row.kind == "first_token":
@@ -85,7 +101,7 @@ def _span(row: Published, host: HostCosts):
     n = row.batch
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
                         np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16))
-    static = row.framework in _NO_HOST      # a static batch: every prompt in one step
+    static = engine_flags(row)[0]      # a static batch: every prompt in one step
     design = Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=max(n, 1),
                     max_batched_tokens=max(n * row.input_tokens, 8192) if static else 8192,
                     chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype,
@@ -97,6 +113,31 @@ def _span(row: Published, host: HostCosts):
     if not (run.status == COMPLETED).all():
         raise InputError(f"validation row {row.id}: not every request of the batch completed")
     return float(np.max(run.done_s)), run, design
+
+
+def _online(row: Published, host: HostCosts) -> float:
+    """The mean TTFT or per-request ITL (ms) of ``row.users`` clients in a closed loop, no think
+    time, ``row.requests`` requests; the first wave (one request a user, all sent at once) is a
+    warm-up and left out."""
+    n = row.requests
+    requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
+                        np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16),
+                        closed_loop=ClosedLoop(row.users))
+    vllm = engine_flags(row)[1]
+    design = Design(model=row.model, gpu=row.gpu, tp=row.tp,
+                    max_batch=256 if not vllm else Design().max_batch,
+                    cuda_graphs=row.cuda_graphs, dtype=row.dtype)
+    built = build(design)
+    perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
+                     host=_host(row, host), dtype=row.dtype)
+    run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
+    if not (run.status == COMPLETED).all():
+        raise InputError(f"validation row {row.id}: not every request completed")
+    keep = slice(min(row.users, n - 1), None)
+    if row.kind == "online_ttft":
+        return float(np.mean((run.first_token_s - run.arrival_s)[keep])) * 1e3
+    gaps = (run.done_s - run.first_token_s) / max(row.output_tokens - 1, 1)
+    return float(np.mean(gaps[keep])) * 1e3
 
 
 def check(row: Published) -> Check:
@@ -133,3 +174,98 @@ def calibrate(term: str, base: HostCosts = VLLM_HOST, tolerance_s: float = 1e-8)
         mid = (low + high) / 2
         low, high = (mid, high) if figure(mid) < row.value else (low, mid)
     return (low + high) / 2
+
+
+#: The validation's aims (issue 32): no kind's mean signed error beyond 10% either way, even with
+#: every row in band; 90% of all tests in band.
+LEAN_LIMIT = 0.10
+SHARE_AIM = 0.90
+
+#: The kinds of row the validation reports on, each with the row kinds it holds: the error of
+#: each kind is summarized on its own, so that a kind leaning one way is seen.
+KINDS: dict[str, tuple[str, ...]] = {
+    "first token": ("first_token",),
+    "whole batch": ("batch_latency",),
+    "ITL": ("inter_token",),
+    "throughput": ("batch_throughput", "batch_rate"),
+    "FP8 speedup": ("fp8_speedup",),
+    "online TTFT": ("online_ttft",),
+    "online ITL": ("online_itl",),
+}
+
+
+def kind_of(row: Published) -> str:
+    """The kind (a key of ``KINDS``) of ``row``."""
+    for name, kinds in KINDS.items():
+        if row.kind in kinds:
+            return name
+    raise InputError(f"validation row {row.id}: kind {row.kind!r}; allowed: "
+                     f"{', '.join(k for ks in KINDS.values() for k in ks)}")
+
+
+@dataclass(frozen=True)
+class Test:
+    """One setup's test: the rows that share it (usually one) and their mean signed error."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def row(self) -> Published:
+        return self.checks[0].row
+
+    @property
+    def error(self) -> float:
+        """The mean over the setup's rows of model / published - 1 (positive: the model's
+        figure is above the published one)."""
+        return float(np.mean([c.ratio - 1 for c in self.checks]))
+
+    @property
+    def within(self) -> bool:
+        return abs(self.error) <= self.row.band
+
+
+def tests(checks: list[Check]) -> list[Test]:
+    """The tests in ``checks``: fitted rows left out, rows of one setup counted once."""
+    groups: dict[tuple, list[Check]] = {}
+    for c in checks:
+        if not c.row.fitted:
+            groups.setdefault(c.row.setup_key(), []).append(c)
+    return [Test(tuple(g)) for g in groups.values()]
+
+
+@dataclass(frozen=True)
+class KindSummary:
+    """One kind's tests: how many, the share in band, the mean signed error and the worst."""
+
+    kind: str
+    tests: tuple[Test, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.tests)
+
+    @property
+    def in_band(self) -> float:
+        return sum(t.within for t in self.tests) / self.n if self.n else float("nan")
+
+    @property
+    def mean_error(self) -> float:
+        return float(np.mean([t.error for t in self.tests])) if self.n else float("nan")
+
+    @property
+    def leans(self) -> bool:
+        """Whether the kind's mean signed error is beyond ``LEAN_LIMIT`` either way."""
+        return self.n > 0 and abs(self.mean_error) > LEAN_LIMIT
+
+    @property
+    def worst(self) -> Test | None:
+        return max(self.tests, key=lambda t: abs(t.error)) if self.n else None
+
+
+def summarize(checks: list[Check]) -> list[KindSummary]:
+    """Per kind of ``KINDS`` (in its order), the summary of its tests (fitted rows out, one
+    setup once); a kind with no row has ``n`` 0."""
+    by_kind: dict[str, list[Test]] = {k: [] for k in KINDS}
+    for t in tests(checks):
+        by_kind[kind_of(t.row)].append(t)
+    return [KindSummary(k, tuple(v)) for k, v in by_kind.items()]
