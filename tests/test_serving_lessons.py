@@ -573,20 +573,21 @@ def test_09_the_readings_of_the_comparison():
     assert verdicts == {"pass?", "FAIL"}
     assert all(r[-1] == "pass?" for t in (small, mid, big) for r in t.values()
                if r[3] == "100.0%")
-    assert _folded(text).count("Undecided: ") == 3 and "Cheapest design" not in text
+    assert _folded(text).count("Undecided: ") == 2 and "Cheapest design" not in text
     says("09", "**3B**: every design met the SLOs in all three runs; one GPU does it with a p95 "
-               "TTFT of 0.17 s, under a fifth of the SLO, at $0.379 per million tokens")
+               "TTFT of 0.19 s, under a fifth of the SLO, at $0.379 per million tokens")
     assert all(r[-1] == "pass?" for r in small.values())
     assert 170 <= float(small["1 x TP1"][1]) < 200 and small["1 x TP1"][-2] == "0.379"
     assert "Undecided: 1 x TP1 (1 GPU, $0.379 per million output tokens) met the SLOs in 3 of " \
         "3 runs" in _folded(text)
-    says("09", "**8B**: one GPU fails: only 79.5% of requests are within the SLO. Its p95 TTFT "
-               "(995 ms) is just inside the 1 s; its p95 TPOT (137 ms) is not. Two GPUs lean to a "
+    says("09", "**8B**: one GPU fails: only 83.9% of requests are within the SLO. Its p95 TTFT "
+               "(1,157 ms) is over the 1 s, and so is its p95 TPOT over the 100 ms (117 ms). Two "
+               "GPUs lean to a "
                "pass, as two replicas or as one replica with TP2, at twice the cost per token of "
                "the single GPU ($0.758 for both: cost counts the load's tokens over the load's "
                "minutes, so designs of equal GPUs cost the same); the report names the first, "
                "2 x TP1")
-    assert mid["1 x TP1"][-1] == "FAIL" and mid["1 x TP1"][1:4] == ["995", "137", "79.5%"]
+    assert mid["1 x TP1"][-1] == "FAIL" and mid["1 x TP1"][1:4] == ["1,157", "117", "83.9%"]
     assert mid["2 x TP1"][-1] == mid["1 x TP2"][-1] == "pass?"
     assert mid["1 x TP2"][-2] == mid["2 x TP1"][-2] == "0.758"
     assert float(mid["1 x TP2"][-2]) == 2 * float(mid["1 x TP1"][-2])
@@ -597,20 +598,48 @@ def test_09_the_readings_of_the_comparison():
             by_gpus.setdefault(r[0], set()).add(r[-2])
         assert all(len(costs) == 1 for costs in by_gpus.values()), by_gpus
     assert "Undecided: 2 x TP1 (2 GPUs" in _folded(text)
-    says("09", "one TP4 replica can't keep up at all (0.0% within the SLO), and 2 x TP8 (16 GPUs) "
-               "falls short (94.0%). The cheapest leaning to a pass is **4 x TP4**, sixteen GPUs "
-               "on two machines, at about $6.1 per million tokens, 16 times the 3B's cost")
-    assert big["1 x TP4"][-3] == "0.0%" and big["2 x TP8"][-1] == "FAIL"
+    says("09", "every one of them fails: one TP4 replica can't keep up at all (0.0% within the "
+               "SLO), and the closest, 4 x TP4 and 2 x TP8 (sixteen GPUs on two machines), have "
+               "95.0% and 94.8% of requests within the SLO, yet met the SLOs in at most one run "
+               "of three. No design on this list leans to a pass on A100s (\"No design meets the "
+               "SLOs ...\"): sixteen of them, at $6.06 per million tokens (16 times the 3B's "
+               "cost), are not enough")
+    assert big["1 x TP4"][-3] == "0.0%" and {r[-1] for r in big.values()} == {"FAIL"}
+    assert "No design meets the SLOs in at least 90% of runs" in _folded(text)
+    near = sorted(big.items(), key=lambda kv: -float(kv[1][3].rstrip("%")))[:2]
+    assert [(n, r[0], r[3]) for n, r in near] == [("4 x TP4", "16", "95.0%"),
+                                                  ("2 x TP8", "16", "94.8%")]
     says("09", "three prefill replicas and one decode replica of TP4, had the best p95 TPOT of "
-               "every 70B design (45.6 ms), yet it failed")
-    assert big["split P3:D1 TP4"][2] == "45.6" and big["split P3:D1 TP4"][-1] == "FAIL"
-    assert min(float(r[2].replace(",", "")) for r in big.values()) == 45.6
-    assert big["2 x TP8"][-3] == "94.0%" and big["4 x TP4"][-1] == "pass?"
-    assert [n for n, r in big.items() if r[-1] == "pass?"] == ["4 x TP4"]
-    assert "Undecided: 4 x TP4 (16 GPUs" in _folded(text)
-    assert round(float(big["4 x TP4"][-2]), 1) == 6.1
+               "every 70B design (43.7 ms), yet it failed")
+    assert big["split P3:D1 TP4"][2] == "43.7" and big["split P3:D1 TP4"][-1] == "FAIL"
+    assert min(float(r[2].replace(",", "")) for r in big.values()) == 43.7
+    assert round(float(big["4 x TP4"][-2]), 2) == 6.06
     assert round(float(big["4 x TP4"][-2]) / float(small["1 x TP1"][-2])) == 16
     assert Design(model="llama-3.1-70b", tp=4, replicas=4).gpus == 16
+
+
+def test_09_why_sixteen_a100s_fall_short():
+    text = printed("09", "near = {")
+    rows = {line[:22].strip(): line[22:].split() for line in text.splitlines()[1:4]}
+    # cells: three runs' shares within the SLOs, runs met, "of", 3, verdict
+    says("09", "4 x TP4 misses by a hair: its runs have 94.1%, 94.9% and 95.9% of requests within "
+               "the SLOs, where a run needs 95%")
+    default, wide, sync = (rows[k] for k in ("budget 2,048 (default)", "budget 8,192 (H100's)",
+                                             "async scheduling off"))
+    assert default[:3] == ["94.1%", "94.9%", "95.9%"] and default[3:] == ["1", "of", "3", "FAIL"]
+    assert sum(float(x.rstrip("%")) >= 95 for x in default[:3]) == 1
+    says("09", "`vllm serve` gives an A100 2,048 (vLLM kept the A100's budget small: larger ones "
+               "cut its throughput in vLLM's own measurements), an H100 8,192")
+    assert Design(model="llama-3.1-70b", tp=4).token_budget() == 2048
+    assert Design(model="llama-3.1-70b", gpu="h100-80gb", tp=4).token_budget() == 8192
+    says("09", "With 8,192 the same sixteen A100s meet the SLOs in two runs of three: closer, "
+               "still `fail?`")
+    assert wide[3:] == ["2", "of", "3", "fail?"]
+    says("09", "turned off, the host's time adds to every iteration again and no run meets the "
+               "SLOs")
+    assert sync[3:] == ["0", "of", "3", "FAIL"]
+    assert Design(model="llama-3.1-70b", tp=4).engine_profile().async_scheduling is True
+    assert "a100" in Design(model="llama-3.1-70b", tp=4).gpu
 
 
 def _rows(text: str) -> dict[str, list[str]]:
@@ -627,31 +656,41 @@ def test_09_one_gpu_misses_tpot_not_ttft():
     text = printed("09", "one_gpu = {")
     rows = _rows(text)
     # cells: p95 TTFT, p95 wait, p95 TPOT, "ms", over TTFT, over TPOT, in SLO
-    says("09", "at vLLM's default budget 17.9% of requests are over the TPOT SLO and 4.8% over the "
-               "TTFT SLO")
-    assert rows["budget 8,192"][4:7] == ["4.8%", "17.9%", "79.5%"]
-    assert Design(model="llama-3.1-8b").max_batched_tokens == 8192
+    says("09", "at the A100's default budget of 2,048, 12.2% of requests are over the TPOT SLO "
+               "and 8.0% over the TTFT SLO")
+    assert rows["budget 2,048"][4:7] == ["8.0%", "12.2%", "83.9%"]
+    assert Design(model="llama-3.1-8b").token_budget() == 2048
+    assert "vllm serve's default budget on an A100: 2,048 tokens" in text
+    # section 4's one GPU is this default
+    mid1 = table_rows(printed("09", "for name, c in by_model.items():\n    print(f\"== {name}\")"),
+                      "llama-3.1-8b")["1 x TP1"]
+    assert mid1[3] == rows["budget 2,048"][6]
     says("09", "Lower the budget and the TPOT misses go: 0.0% at 1,024 tokens. But the TTFT "
-               "misses grow (25.8% at 1,024, 57.3% at 512), and fewer requests meet both")
-    assert rows["budget 1,024"][5] == "0.0%" and rows["budget 1,024"][4] == "25.8%"
-    assert rows["budget 512"][4] == "57.3%"
-    shares = [float(rows[f"budget {b}"][-1].rstrip("%")) for b in ("8,192", "1,024", "512")]
-    assert shares[0] > shares[1] > shares[2]
-    says("09", "the p95 prompt alone takes only 7.5% longer in chunks of 1,024 (330 ms against "
-               "307), while the p95 wait before a prefill starts grows from 0.41 s to 2.67 s")
-    assert "budget 8,192: 1 iteration(s),  307 ms" in text
-    assert "budget 1,024: 4 iteration(s),  330 ms" in text
+               "misses grow (20.3% at 1,024, 50.3% at 512), and fewer requests meet both (79.7% "
+               "and 49.7%, against 83.9%)")
+    assert rows["budget 1,024"][5] == "0.0%" and rows["budget 1,024"][4] == "20.3%"
+    assert rows["budget 512"][4] == "50.3%"
+    shares = [float(rows[f"budget {b}"][-1].rstrip("%")) for b in ("2,048", "1,024", "512")]
+    assert shares == [83.9, 79.7, 49.7]
+    says("09", "the p95 prompt alone takes only 4.0% longer in chunks of 1,024 than of 2,048 "
+               "(323 ms against 311), while the p95 wait before a prefill starts grows from "
+               "0.89 s to 2.12 s")
+    assert "budget 2,048: 2 iteration(s),  311 ms" in text
+    assert "budget 1,024: 4 iteration(s),  323 ms" in text
     chunks = [service_s(Design(model="llama-3.1-8b", max_batched_tokens=b), [4086], [1])[0]
-              for b in (8192, 1024)]
-    assert round(100 * (chunks[1] / chunks[0] - 1), 1) == 7.5
-    assert rows["budget 8,192"][1] == "0.41s" and rows["budget 1,024"][1] == "2.67s"
+              for b in (2048, 1024)]
+    assert round(100 * (chunks[1] / chunks[0] - 1), 1) == 4.0
+    assert rows["budget 2,048"][1] == "0.89s" and rows["budget 1,024"][1] == "2.12s"
     # the wait, not the chunks: the wait's growth is most of TTFT's
-    ttft = [float(rows[f"budget {b}"][0].rstrip("s")) for b in ("8,192", "1,024")]
-    wait = [float(rows[f"budget {b}"][1].rstrip("s")) for b in ("8,192", "1,024")]
+    ttft = [float(rows[f"budget {b}"][0].rstrip("s")) for b in ("2,048", "1,024")]
+    wait = [float(rows[f"budget {b}"][1].rstrip("s")) for b in ("2,048", "1,024")]
     assert (wait[1] - wait[0]) > 0.9 * (ttft[1] - ttft[0])
+    says("09", "Raise the budget to 8,192 and the trade runs the other way: TTFT misses 5.3%, "
+               "TPOT misses 13.8%, 83.0% within the SLOs")
+    assert rows["budget 8,192"][4:7] == ["5.3%", "13.8%", "83.0%"]
     says("09", "The split takes the prompts out of the decode steps instead: TPOT misses 0.0%, "
-               "TTFT misses 3.4%, 96.6% within the SLOs, on two GPUs")
-    assert rows["split P1:D1 (2 GPUs)"][4:7] == ["3.4%", "0.0%", "96.6%"]
+               "TTFT misses 1.9%, 98.1% within the SLOs, on two GPUs")
+    assert rows["split P1:D1 (2 GPUs)"][4:7] == ["1.9%", "0.0%", "98.1%"]
     says("09", "two GPUs as two replicas or as TP2 meet the SLOs for every request")
     mid = table_rows(printed("09", "for name, c in by_model.items():\n    print(f\"== {name}\")"),
                      "llama-3.1-8b")
@@ -665,29 +704,30 @@ def test_09_where_a_split_wins():
     says("09", "Each rate the search tries runs section 4's five minutes, their per-minute "
                "bursts kept and their mean raised to that rate")
     says("09", "Under the chat SLO (TPOT at most 100 ms) colocation wins per GPU: one GPU carries "
-               "5.19 requests a second within the SLOs, the best split 4.20 a GPU")
+               "5.19 requests a second within the SLOs, the best split 4.11 a GPU")
     splits = [n for n in cap if n.startswith("split")]
     together = [n for n in cap if not n.startswith("split")]
-    assert cap["1 x TP1"][2] == 5.19 and max(cap[n][2] for n in splits) == 4.20
+    assert cap["1 x TP1"][2] == 5.19 and max(cap[n][2] for n in splits) == 4.11
     assert max(cap[n][2] for n in together) > max(cap[n][2] for n in splits)
-    says("09", "5.19 to 5.40 for every design of two GPUs or more")
-    assert min(cap[n][0] for n in cap if n != "1 x TP1") == 5.19
-    assert max(cap[n][0] for n in cap if n != "1 x TP1") == 5.40 and cap["1 x TP1"][0] == 4.25
-    says("09", "the colocated designs lose 38 to 49% of their capacity (1 x TP1 from 5.19 to 2.65 "
-               "requests a second, 2 x TP1 from 9.93 to 5.42, 1 x TP2 from 8.92 to 5.54)")
-    assert [(cap[n][1], cap[n][4]) for n in together] == [(5.19, 2.65), (9.93, 5.42),
-                                                         (8.92, 5.54)]
+    says("09", "5.30 to 5.42 for every design of two GPUs or more, which all carry what arrives, "
+               "and 4.51 for the one GPU that fails")
+    assert min(cap[n][0] for n in cap if n != "1 x TP1") == 5.30
+    assert max(cap[n][0] for n in cap if n != "1 x TP1") == 5.42 and cap["1 x TP1"][0] == 4.51
+    says("09", "the colocated designs lose 32 to 41% of their capacity (1 x TP1 from 5.19 to 3.08 "
+               "requests a second, 2 x TP1 from 9.93 to 6.04, 1 x TP2 from 9.11 to 6.17)")
+    assert [(cap[n][1], cap[n][4]) for n in together] == [(5.19, 3.08), (9.93, 6.04),
+                                                         (9.11, 6.17)]
     losses = [1 - cap[n][4] / cap[n][1] for n in together]
-    assert (round(100 * min(losses)), round(100 * max(losses))) == (38, 49)
-    says("09", "The splits' capacity does not move at all (6.17, 12.61 and 11.56 under both SLOs)")
-    assert [cap[n][1] for n in splits] == [cap[n][4] for n in splits] == [6.17, 12.61, 11.56]
-    says("09", "Per GPU the split P2:D1 is now the best design, 4.20 a GPU, 1.5 times TP2's 2.77")
+    assert (round(100 * min(losses)), round(100 * max(losses))) == (32, 41)
+    says("09", "The splits' capacity does not move at all (6.30, 12.34 and 11.07 under both SLOs)")
+    assert [cap[n][1] for n in splits] == [cap[n][4] for n in splits] == [6.30, 12.34, 11.07]
+    says("09", "Per GPU the split P2:D1 is now the best design, 4.11 a GPU, 1.3 times TP2's 3.08")
     best = max(cap, key=lambda n: cap[n][5])
-    assert best == "split P2:D1 TP1" and round(cap[best][5] / cap["1 x TP2"][5], 1) == 1.5
-    says("09", "a second prefill replica (P2:D1) doubles that (12.61): the one prefill GPU was "
+    assert best == "split P2:D1 TP1" and round(cap[best][5] / cap["1 x TP2"][5], 1) == 1.3
+    says("09", "a second prefill replica (P2:D1) doubles that (12.34): the one prefill GPU was "
                "the limit")
     assert round(cap["split P2:D1 TP1"][1] / cap["split P1:D1 TP1"][1], 1) == 2.0
-    says("09", "(P1 TP2 : D1 TP1, three GPUs too) carries 11.56, less than the second replica: TP2 "
+    says("09", "(P1 TP2 : D1 TP1, three GPUs too) carries 11.07, less than the second replica: TP2 "
                "does not quite double a prefill's speed (1.69 times for 2,048 tokens in section 2)")
     assert cap["split P1 TP2 : D1 TP1"][1] < cap["split P2:D1 TP1"][1]
     assert "llama-3.1-8b     2         12.24 ms (1.31x)         88.9 ms (1.69x)" in printed(
@@ -698,23 +738,28 @@ def test_09_the_split_for_70b():
     text = printed("09", "for name, o in by_split.items():")
     rows = _rows(text)
     # GPUs, p95 ITL, ms, over TTFT, over TPOT, in SLO, $/M tok, verdict
-    says("09", "On 16 GPUs (P3:D1 TP4) 7.9% of requests are over the TTFT SLO and none over TPOT, "
-               "where 4 x TP4 has 2.2% and 2.1%. Its p95 ITL is the best by far (46 ms against "
-               "181), yet only 92.1% of requests meet both SLOs, and it fails")
+    says("09", "On 16 GPUs (P3:D1 TP4) 8.6% of requests are over the TTFT SLO and none over TPOT, "
+               "where 4 x TP4 has 3.7% and 1.5%. Its p95 ITL is the best by far (43 ms against "
+               "211), yet only 91.4% of requests meet both SLOs, and it fails")
     split, dp = rows["split P3:D1 TP4"], rows["4 x TP4"]
     assert split[0] == dp[0] == "16"
-    assert split[3:6] == ["7.9%", "0.0%", "92.1%"] and split[-1] == "FAIL"
-    assert dp[3:5] == ["2.2%", "2.1%"] and (split[1], dp[1]) == ("46", "181")
-    says("09", "a bigger decode side (D1 TP8, 20 GPUs) gives the best ITL of all (27 ms) and "
-               "leaves the TTFT misses where they were (8.0%), while a fourth prefill replica "
-               "(P4:D1) or prefill replicas of TP8 (P2 TP8 : D1 TP4) bring them down to 2.0% and "
-               "2.8%, and both lean to a pass (`pass?`, in all three runs)")
+    assert split[3:6] == ["8.6%", "0.0%", "91.4%"] and split[-1] == "FAIL"
+    assert dp[3:5] == ["3.7%", "1.5%"] and (split[1], dp[1]) == ("43", "211")
+    says("09", "beside 4 x TP4, the design closest to passing, on the same GPUs")
+    big = table_rows(printed("09", "for name, c in by_model.items():\n    print(f\"== {name}\")"),
+                     "llama-3.1-70b")
+    assert max(big, key=lambda n: float(big[n][3].rstrip("%"))) == "4 x TP4"
+    assert dp[5] == big["4 x TP4"][3] and dp[-1] == "FAIL"
+    says("09", "a bigger decode side (D1 TP8, 20 GPUs) gives the best ITL of all (25 ms) and "
+               "leaves the TTFT misses where they were (8.6%), while a fourth prefill replica "
+               "(P4:D1) or prefill replicas of TP8 (P2 TP8 : D1 TP4) bring them down to 2.4% and "
+               "2.3%, and both lean to a pass (`pass?`, in all three runs)")
     dec8, p4, ptp8 = rows["split P3 TP4 : D1 TP8"], rows["split P4:D1 TP4"], rows[
         "split P2 TP8 : D1 TP4"]
-    assert dec8[0] == "20" and dec8[1] == "27" and dec8[3] == "8.0%"
-    assert min(int(r[1]) for r in rows.values() if r[0].isdigit()) == 27
-    assert (p4[3], ptp8[3], p4[-1], ptp8[-1]) == ("2.0%", "2.8%", "pass?", "pass?")
-    assert (dp[-1], dec8[-1]) == ("pass?", "FAIL")
+    assert dec8[0] == "20" and dec8[1] == "25" and dec8[3] == "8.6%"
+    assert min(int(r[1]) for r in rows.values() if r[0].isdigit()) == 25
+    assert (p4[3], ptp8[3], p4[-1], ptp8[-1]) == ("2.4%", "2.3%", "pass?", "pass?")
+    assert dec8[-1] == "FAIL"
     says("09", "the p95 prompt takes 0.83 s to prefill alone on TP4, most of the 1 s TTFT SLO")
     assert "prefilled alone: 0.83 s on TP4" in text
     says("09", "Those two splits take 20 GPUs and cost $7.58 per million tokens, 25% more than "
@@ -724,27 +769,38 @@ def test_09_the_split_for_70b():
     assert {round(float(r[-2]), 2) for r in passing} == {7.58}
     assert round(100 * (float(p4[-2]) / float(dp[-2]) - 1)) == 25 == round(100 * (20 / 16 - 1))
     assert round(float(dp[-2]), 2) == 6.06
+    says("09", "But five TP4 replicas on the same twenty GPUs lean to a pass too, at the same "
+               "$7.58, with fewer TTFT misses (1.6%)")
+    dp5 = rows["5 x TP4"]
+    assert dp5[0] == "20" and dp5[-1] == "pass?" and dp5[-2] == p4[-2] and dp5[3] == "1.6%"
+    assert float(dp5[3].rstrip("%")) < min(float(r[3].rstrip("%")) for r in passing)
+    says("09", "on A100s the designs here that lean to a pass all take twenty GPUs")
+    assert {r[0] for r in rows.values() if r[-1] == "pass?"} == {"20"}
 
 
 def test_09_the_gpu_changes_the_answer():
     says("09", "On H100s, one 8-GPU machine (1 x TP8) met the SLOs in all three runs, its p95 TTFT "
-               "a third of the SLO: eight GPUs where the A100s needed sixteen, at 1.15 times their "
-               "price per token ($6.99 against $6.06: eight H100s cost $24 an hour, sixteen "
-               "A100s $20.80), so at these prices 4 x TP4 on A100s stays the cheapest design "
-               "leaning to a pass")
+               "367 ms, well inside the 1 s SLO: eight GPUs where sixteen A100s fall short. It "
+               "costs $6.99 per million tokens, less than the twenty A100s that lean to a pass in "
+               "section 7 ($7.58: eight H100s cost $24 an hour, twenty A100s $26), so at these "
+               "prices the H100 machine is the cheapest 70B design leaning to a pass")
     text = printed("09", "faster = [")
     row = next(line for line in text.splitlines() if line.startswith("1 x TP8 on h100-80gb"))
     assert row.split()[-1] == "pass?" and row.split()[5] == "8" and row.split()[8] == "100.0%"
-    assert 0.3 < float(row.split()[6]) / 1000 < 0.35
+    assert row.split()[6] == "367"
     a100 = next(line for line in text.splitlines() if line.startswith("4 x TP4 on a100-80gb"))
-    assert round(float(row.split()[-2]) / float(a100.split()[-2]), 2) == 1.15
-    assert (row.split()[-2], a100.split()[-2]) == ("6.994", "6.062")
+    assert row.split()[-2] == "6.994" and a100.split()[-2] == "6.062"
+    assert a100.split()[-1] == "FAIL"
+    split = _rows(printed("09", "for name, o in by_split.items():"))["split P4:D1 TP4"]
+    assert float(row.split()[-2]) < float(split[-2]) and round(float(split[-2]), 2) == 7.58
     assert 8 * GPUS["h100-80gb"].price_per_gpu_hour == 24
-    assert round(16 * GPUS["a100-80gb"].price_per_gpu_hour, 2) == 20.80
-    assert round(24 / 20.8, 2) == 1.15
-    assert "Undecided: 4 x TP4 on a100-80gb (16 GPUs" in _folded(text)
-    says("09", "at these prices 4 x TP4 on A100s stays the cheapest")    # the summary, too
-    assert prose("09").count("4 x TP4 on A100s stays the cheapest") == 2
+    assert round(20 * GPUS["a100-80gb"].price_per_gpu_hour, 2) == 26
+    assert "Undecided: 1 x TP8 on h100-80gb (8 GPUs" in _folded(text)
+    says("09", "Sixteen A100s would cost $6.06 (the table's last row, the design closest to "
+               "passing) if they met the SLOs")
+    says("09", "On H100s one machine (1 x TP8) meets the 70B's SLOs with eight GPUs, and at these "
+               "prices it is the cheapest: $6.99 per million tokens against twenty A100s' $7.58")
+    assert "stays the cheapest" not in prose("09")
 
 
 @pytest.mark.parametrize("lesson", ["08", "09"])
