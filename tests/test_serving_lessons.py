@@ -646,9 +646,9 @@ def test_09_the_readings_of_the_comparison():
         assert all(len(costs) == 1 for costs in by_gpus.values()), by_gpus
     assert "Undecided: 2 x TP1 (2 GPUs" in _folded(text)
     says("09", "every one of them fails: one TP4 replica can't keep up at all (0.0% within the "
-               "SLO), and the closest, 4 x TP4 and 2 x TP8 (sixteen GPUs on two machines), have "
-               "95.0% and 94.8% of requests within the SLO, yet met the SLOs in at most one run "
-               "of three. No design on this list leans to a pass on A100s (\"No design meets the "
+               "SLO), and the closest, 4 x TP4 and 2 x TP8 (sixteen GPUs each, on two machines), "
+               "have 95.0% and 94.8% of requests within the SLO, yet met the SLOs in at most one "
+               "run of three. No design on this list leans to a pass on A100s (\"No design meets the "
                "SLOs ...\"): sixteen of them, at $6.06 per million tokens (16 times the 3B's "
                "cost), are not enough")
     assert big["1 x TP4"][-3] == "0.0%" and {r[-1] for r in big.values()} == {"FAIL"}
@@ -675,6 +675,8 @@ def test_09_why_sixteen_a100s_fall_short():
                                              "async scheduling off"))
     assert default[:3] == ["94.1%", "94.9%", "95.9%"] and default[3:] == ["1", "of", "3", "FAIL"]
     assert sum(float(x.rstrip("%")) >= 95 for x in default[:3]) == 1
+    says("09", "the token budget, the tokens one iteration may carry: `vllm serve` gives an A100 "
+               "2,048")
     says("09", "`vllm serve` gives an A100 2,048 (vLLM kept the A100's budget small: larger ones "
                "cut its throughput in vLLM's own measurements), an H100 8,192")
     assert Design(model="llama-3.1-70b", tp=4).token_budget() == 2048
