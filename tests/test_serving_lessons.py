@@ -648,8 +648,8 @@ def test_09_the_readings_of_the_comparison():
     says("09", "every one of them fails: one TP4 replica can't keep up at all (0.0% within the "
                "SLO), and the closest, 4 x TP4 and 2 x TP8 (sixteen GPUs each, on two machines), "
                "have 95.0% and 94.8% of requests within the SLO, yet met the SLOs in at most one "
-               "run of three. No design on this list leans to a pass on A100s (\"No design meets the "
-               "SLOs ...\"): sixteen of them, at $6.06 per million tokens (16 times the 3B's "
+               "run of three. No design on this list leans to a pass on A100s (\"No design meets "
+               "the SLOs ...\"): sixteen of them, at $6.06 per million tokens (16 times the 3B's "
                "cost), are not enough")
     assert big["1 x TP4"][-3] == "0.0%" and {r[-1] for r in big.values()} == {"FAIL"}
     assert "No design meets the SLOs in at least 90% of runs" in _folded(text)
