@@ -864,7 +864,7 @@ def test_tables_fit_a_notebook(lesson):
 def test_lessons_label_synthetic_results():
     says("07", "Even the sweep and these searches are a model's answer (the sweep's verdict ends "
                "by saying so)")
-    assert printed("07", "highest rate meeting").rstrip().endswith(
+    assert _folded(printed("07", "highest rate meeting")).endswith(
         "Synthetic load: not a production SLO result.")
     assert "The load is synthetic: these are model results, not production SLO performance." \
         in " ".join(printed("09", "faster = [").split())
