@@ -363,6 +363,9 @@ def test_06_what_the_simulator_says_of_each_pool():
     steady = run_audit(tally_traces(blank, [(hour["large"], "large"), (hour["small"], "small")]),
                        Settings(drift=False)).pool("small")
     assert 1.35 < steady.replica_rps / small.replica_rps < 1.45
+    assert f"{steady.replica_rps:.3g}" == "14.4" and "(14.4 at one steady rate" in audit_md
+    assert "busiest minutes cost 28% of what a steady rate promises" in audit_md
+    assert round(100 * (1 - small.replica_rps / steady.replica_rps)) == 28
     says("06", "The large pool can't be simulated at all: at 16-bit weights a 70B model needs "
                "more memory than two A100s hold")
     assert large.replica_rps_source == "assumed" and "does not fit" in large.replica_rps_basis
