@@ -20,6 +20,7 @@ from ...errors import InputError
 from ..cluster.deployment import Design, build
 from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
+from ..perf.engines import ENGINES
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.model import PerfModel
 from ..perf.published import PUBLISHED, Published
@@ -95,6 +96,12 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
                      "batch_latency, batch_throughput, batch_rate, inter_token, fp8_speedup")
 
 
+def _profile(row: Published) -> str:
+    """The engine profile (schedatrix/serving/perf/engines.py) an online row replays on: its
+    own engine's where there is one, else vLLM 0.10's (synchronous, as measured then)."""
+    return row.engine if row.engine in ENGINES else "vllm-0.10"
+
+
 def _span(row: Published, host: HostCosts):
     """(seconds until the batch's last request ends, the run, the design) of ``row``'s batch
     arriving at once."""
@@ -123,9 +130,10 @@ def _online(row: Published, host: HostCosts) -> float:
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
                         np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16),
                         closed_loop=ClosedLoop(row.users))
-    vllm = engine_flags(row)[1]
-    design = Design(model=row.model, gpu=row.gpu, tp=row.tp,
-                    max_batch=256 if not vllm else Design().max_batch,
+    engine_flags(row)                  # refuses an engine it does not know
+    # the profile of the engine that measured the row (its batch limits, scheduling and
+    # capacity policy: TensorRT-LLM's guaranteed no evict), the client path as for any design
+    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
                     cuda_graphs=row.cuda_graphs, dtype=row.dtype)
     built = build(design)
     perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
