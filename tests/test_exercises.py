@@ -308,6 +308,49 @@ def _edit(path: Path, *, before_check: list[str] = (), check_tags=None, check_ou
     nbformat.write(nb, path)
 
 
+def _answer_tables() -> dict[str, str]:
+    """Issue 34, item 1: what a student records at home with the library, for every case a
+    check shows (the fixed ones and the ones seeded by the public constant), as the body of a
+    function that looks the answer up and has no code of its own (an unknown input raises
+    KeyError: no guess at the drawn cases can be the lucky one)."""
+    from test_grading_exercises import solution
+
+    import schedatrix as sx
+    from schedatrix.classroom.checking import checks as c
+    from schedatrix.classroom.checking import checks_month as cm
+    from schedatrix.classroom.checking import checks_serving as cs
+    from schedatrix.fleet.odds import check_odds
+    from schedatrix.fleet.plan import Plan
+
+    fixed, rand = c._score_cases()
+    score = {(rate, rent): float(sx.score(rate, rent)) for rate, rent, _ in fixed + rand}
+    odds = {(cls, cards, hours, share): check_odds(
+        Plan(cards=cards, card_class=cls, window=hours, evict_share=share),
+        months=cm.ODDS_MONTHS, seed=7, progress=False).fail_share["evictions"]
+        for cls, cards, hours, share in cm.ODDS_CASES}
+    logs = {(len(events), ttft, tpot): {k: float(v) for k, v in want.items()}
+            for events, ttft, tpot, want, _ in cs._log_cases()}
+    right = solution("12_router")["choose"]
+    routes = {}
+
+    def record(request, replicas):
+        routes[(request["time_s"], request["session"])] = picked = right(request, replicas)
+        return picked
+
+    cs.router_run(record)
+    return {
+        "01_score": f"TABLE = {score!r}\nreturn TABLE[(true_tok_s, rent_per_month)]",
+        "07_eviction_odds": (
+            "TABLE = " + repr(odds) + "\n"
+            "def eviction_fail_chance(card, cards, hours, evict_share, months, seed):\n"
+            "    return TABLE[(card['name'], cards, hours, evict_share)]"),
+        "10_request_log": (f"TABLE = {logs!r}\n"
+                           "return TABLE[(len(events), ttft_slo_s, tpot_slo_s)]"),
+        "12_router": (f"TABLE = {routes!r}\n"
+                      "return TABLE[(request['time_s'], request['session'])]"),
+    }
+
+
 def _solved(name: str, dst: Path) -> None:
     """The solution notebook as it ships, outputs and all: what a copying student hands in."""
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -525,6 +568,17 @@ def graded(tmp_path_factory, sandbox):
         "if seen:\n"
         "    raise RuntimeError('reached: ' + ', '.join(seen))"])
 
+    # issue 34: answer tables recorded with the library (item 1), beside the honest solutions
+    # of the same exercises, which pass on every grading run's drawn cases
+    tables = _answer_tables()
+    student("table_01", [tables["01_score"]])
+    _solved("07_eviction_odds", subs / "table_07" / "07_eviction_odds.ipynb")
+    _edit(subs / "table_07" / "07_eviction_odds.ipynb", before_check=[tables["07_eviction_odds"]])
+    student("table_10", [tables["10_request_log"]], exercise="10_request_log")
+    student("table_12", [tables["12_router"]], exercise="12_router")
+    for name in ("07_eviction_odds", "10_request_log", "12_router"):
+        _solved(name, subs / "solver" / f"{name}.ipynb")
+
     limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)
     before = {p: p.read_bytes() for p in (paths["alice"], decoy / "01_score.ipynb")}
     grades = grade_folder(subs, jobs=2, sandbox=sandbox, limits=limits, solutions=SOLUTIONS)
@@ -549,6 +603,28 @@ def test_honest_students_get_the_grade_and_the_message_they_earned(graded):
     assert "divide by a million" in _grade(graded, "erin").failure
     dave = _grade(graded, "dave")
     assert not dave.passed and "check cell changed or removed" in dave.failure
+
+
+def test_answer_tables_fail_on_the_cases_drawn_for_the_grading(graded):
+    """Issue 34, item 1: a table of every published case's answer, recorded with the library,
+    fails on the cases the grader draws; the solutions of the same exercises pass on them; the
+    seed is in every grade and in the table's last line."""
+    from schedatrix.classroom.grader.grade_folder import format_table
+
+    for student, exercise, check in (("table_01", "01_score", "check_score"),
+                                     ("table_07", "07_eviction_odds", "check_eviction_odds"),
+                                     ("table_10", "10_request_log", "check_log_figures"),
+                                     ("table_12", "12_router", "check_router")):
+        grade = _grade(graded, student, exercise)
+        assert not grade.passed and grade.failure.startswith(f"{check}: AssertionError: ")
+        assert "raised KeyError" in grade.failure, (grade.seed, grade.failure)
+    for exercise in ("07_eviction_odds", "10_request_log", "12_router"):
+        grade = _grade(graded, "solver", exercise)
+        assert grade.passed, (grade.seed, grade.failure)
+    seeds = {g.seed for g in graded[0].values() if g.sandbox}
+    assert len(seeds) == 1 and None not in seeds
+    assert format_table(list(graded[0].values())).endswith(
+        f"notebooks pass (drawn cases: seed {seeds.pop()})")
 
 
 @pytest.mark.parametrize("student, says", [
@@ -738,7 +814,8 @@ def test_the_table(graded):
     assert lines[0].split()[:4] == ["student", "exercise", "result", "first"]
     assert lines[2].startswith("after_rewrite") and "FAIL" in lines[2]
     passed = sum(g.passed for g in grades)
-    assert lines[-1] == f"{passed} of {len(grades)} notebooks pass"
+    assert lines[-1] == (f"{passed} of {len(grades)} notebooks pass (drawn cases: seed "
+                         f"{grades[0].seed})")
     assert any(" pass " in line and "note: same code" in line for line in lines)
 
 

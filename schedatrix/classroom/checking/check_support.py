@@ -8,8 +8,10 @@ and a value is shown short.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -17,11 +19,42 @@ from ...fleet.month import Month
 from ...fleet.plan import Plan
 from .boundary import MAX_MESSAGE_BYTES, AnswerRefused, AnswerTooBig, BoundaryError, LearnerRaised
 
-__all__ = ["RANDOM_SEED", "fmt", "brief", "call", "as_indices", "as_number", "passed",
-           "describe", "close"]
+__all__ = ["RANDOM_SEED", "DRAWN", "fmt", "brief", "call", "as_indices", "as_number", "passed",
+           "describe", "close", "drawing", "drawn_seed", "drawn"]
 
-#: The seed of every check's random cases.
+#: The seed of every check's visible random cases (the ones a check cell runs, in JupyterLab
+#: and under nbval: the same cases, and the same pass line, every time).
 RANDOM_SEED = 20_260_301
+#: How a message names a case the grader drew for this grading run.
+DRAWN = "a case drawn for this grading"
+#: The seed of the grader's drawn cases while a check runs for the grader (``None``: a check
+#: cell's own run, which has the visible cases only).
+_DRAWN_SEED: ContextVar[int | None] = ContextVar("schedatrix_drawn_seed", default=None)
+
+
+@contextlib.contextmanager
+def drawing(seed: int | None) -> Iterator[None]:
+    """While inside, the checks run on this thread also evaluate the learner's functions on the
+    cases drawn from ``seed`` (the grader's seed for one grading run; ``None``: none drawn)."""
+    token = _DRAWN_SEED.set(seed)
+    try:
+        yield
+    finally:
+        _DRAWN_SEED.reset(token)
+
+
+def drawn_seed() -> int | None:
+    """The seed of the grader's drawn cases for the check running now, or ``None``."""
+    return _DRAWN_SEED.get()
+
+
+def drawn(make: Callable[[int], list], offset: int = 0) -> list:
+    """The grader's drawn cases of one kind: ``make(seed + offset)`` while a check runs for the
+    grader, ``[]`` otherwise. ``make`` builds cases from a seed, as it builds the visible ones
+    from :data:`RANDOM_SEED` (so a drawn case is a case like any other, at inputs no student
+    could know in advance: a table of the published cases' answers fails them)."""
+    seed = _DRAWN_SEED.get()
+    return [] if seed is None else list(make(seed + offset))
 #: The most characters a message shows of one value (a learner's answer may be huge).
 SHOWN_CHARS = 300
 

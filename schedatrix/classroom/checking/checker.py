@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from .boundary import BoundaryError, Channel, RemoteFunction
+from .check_support import drawing
 from .checks import CHECKS as CHECK_FUNCTIONS
 from .exercises import CHECKS
 
@@ -69,11 +70,14 @@ def run_session(channel: Channel, allowed: set[str] | None = None,
     return session
 
 
-def _judge(channel: Channel, name: str, deadline: float | None) -> Session:
-    """Run the check ``name``, its learner's functions on the other side of ``channel``."""
+def _judge(channel: Channel, name: str, deadline: float | None,
+           seed: int | None = None) -> Session:
+    """Run the check ``name``, its learner's functions on the other side of ``channel``; with
+    ``seed``, on the cases drawn from it too (the grader's)."""
     remotes = [RemoteFunction(channel, f, deadline) for f in CHECKS[name].functions]
     try:
-        message = CHECK_FUNCTIONS[name](*remotes)
+        with drawing(seed):
+            message = CHECK_FUNCTIONS[name](*remotes)
     except BoundaryError as exc:
         return Session(name, False, "BoundaryError", f"the check stopped before its end ({exc})")
     except (AssertionError, NotImplementedError) as exc:
@@ -84,13 +88,15 @@ def _judge(channel: Channel, name: str, deadline: float | None) -> Session:
     return Session(name, True, "", message)
 
 
-def drive_check(channel: Channel, name: str, deadline: float | None = None) -> Session:
+def drive_check(channel: Channel, name: str, deadline: float | None = None,
+                seed: int | None = None) -> Session:
     """Run the registered check ``name`` on an evaluation of a notebook (the grader's way).
 
     The grader names the check and its functions; the evaluation says which of them the
     notebook does not define (a :class:`Session` with error ``NameError``), then answers the
     check's calls until it is told the check has ended. ``deadline``
-    (``time.monotonic()``) bounds every wait.
+    (``time.monotonic()``) bounds every wait; ``seed`` is the grading run's seed of the drawn
+    cases (the pass line names only the visible cases, which the check cell shows).
     """
     check = CHECKS[name]
     left = None if deadline is None else deadline - time.monotonic()
@@ -105,7 +111,7 @@ def drive_check(channel: Channel, name: str, deadline: float | None = None) -> S
     missing = [m for m in check.functions if m in missing]
     if missing:
         return Session(name, False, "NameError", f"name {missing[0]!r} is not defined")
-    session = _judge(channel, name, deadline)
+    session = _judge(channel, name, deadline, seed)
     if session.error != "BoundaryError":
         try:
             channel.send({"end": True})

@@ -92,7 +92,7 @@ def stopped(where: str, limits: Limits, deadline: float, step_deadline: float) -
 
 
 def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
-           deadline: float) -> Evaluation:
+           deadline: float, seed: int | None) -> Evaluation:
     found = Evaluation()
     try:
         channel.receive(deadline - time.monotonic(), limit=_REPLY_LIMIT)
@@ -106,7 +106,7 @@ def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
         where = cell_where(index)
         step_deadline = min(deadline, time.monotonic() + limits.cell_timeout_s)
         if check is not None:
-            session = drive_check(channel, check.name, step_deadline)
+            session = drive_check(channel, check.name, step_deadline, seed)
             found.sessions.append(session)
             if session.passed:
                 continue
@@ -139,11 +139,12 @@ def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
 
 
 def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int = 0,
-             deadline: float | None = None) -> Evaluation:
+             deadline: float | None = None, seed: int | None = None) -> Evaluation:
     """Evaluate a parsed notebook of ``exercise`` in ``sandbox``: the grader's verdict.
 
     ``deadline`` (``time.monotonic()``) bounds the whole evaluation (default: the notebook's
-    seconds from now).
+    seconds from now); ``seed`` draws each check's cases beside the visible ones (the grading
+    run's seed; ``None``: the visible cases only).
     """
     if deadline is None:
         deadline = time.monotonic() + limits.notebook_timeout_s
@@ -166,7 +167,7 @@ def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int
                 theirs.close()
             channel = Channel.over_socket(mine)
             try:
-                found = _drive(channel, nb, exercise, limits, deadline)
+                found = _drive(channel, nb, exercise, limits, deadline, seed)
             finally:
                 channel.close()
                 end(process, grace_s=2.0)   # a moment to exit, then the end

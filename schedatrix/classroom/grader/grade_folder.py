@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import queue
+import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -56,15 +57,32 @@ def _solution_lines(folder: Path | None) -> dict[str, list[str]]:
     return found
 
 
+#: The largest seed of the drawn cases (``--seed``).
+MAX_SEED = 2**31 - 1
+
+
+def draw_seed() -> int:
+    """A fresh seed for one grading run's drawn cases (from the system's randomness: no
+    student can know it in advance)."""
+    return secrets.randbelow(MAX_SEED) + 1
+
+
 def grade_folder(root: Path | str, exercise: str | None = None, jobs: int = 1,
                  sandbox: Sandbox | str = "auto", limits: Limits | None = None,
                  solutions: Path | str | None = None, engine: str = "threads",
-                 progress: Callable[[Grade], object] | None = None) -> list[Grade]:
+                 progress: Callable[[Grade], object] | None = None,
+                 seed: int | None = None) -> list[Grade]:
     """Grade every submission under ``root``, ``jobs`` at once (``engine="ray"``: on a Ray
     cluster instead, one task per notebook); ``solutions`` is the instructor's solutions
-    folder, used only to note copies."""
+    folder, used only to note copies. ``seed`` draws every check's cases beside the visible
+    ones (default: a fresh one, :func:`draw_seed`); each grade records it, so the same seed
+    grades the class again on the same cases."""
     if engine not in ("threads", "ray"):
         raise InputError(f"--engine must be threads or ray, got {engine!r}")
+    if seed is None:
+        seed = draw_seed()
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 1 <= seed <= MAX_SEED:
+        raise InputError(f"--seed must be a whole number from 1 to {MAX_SEED:,}, got {seed!r}")
     subs = find_submissions(root, exercise)
     limits = limits or Limits()
     if engine == "threads":
@@ -80,7 +98,7 @@ def grade_folder(root: Path | str, exercise: str | None = None, jobs: int = 1,
     handed_in = read_class(subs)  # every notebook's bytes, before any student's code runs
     if engine == "ray":
         kind = sandbox.kind if isinstance(sandbox, Sandbox) else sandbox
-        return grade_on_ray(handed_in, kind, limits, lines)
+        return grade_on_ray(handed_in, kind, limits, lines, seed)
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(max(1, jobs)):
         slots.put(slot)
@@ -93,10 +111,10 @@ def grade_folder(root: Path | str, exercise: str | None = None, jobs: int = 1,
             slot = slots.get()
             try:
                 passed, failure, note = grade_notebook(data, sub.exercise, box, limits, slot,
-                                                       lines)
+                                                       lines, seed)
             finally:
                 slots.put(slot)
-            grade = Grade(sub.student, sub.exercise, passed, failure, note, box.kind)
+            grade = Grade(sub.student, sub.exercise, passed, failure, note, box.kind, seed)
         if progress is not None:
             progress(grade)
         return grade
@@ -133,8 +151,11 @@ def _run(args) -> int:
     else:
         box = choose(args.sandbox)
         print(f"sandbox: {box.describe()}; limits: {limits.describe()}", flush=True)
+    seed = args.seed if args.seed is not None else draw_seed()
+    print(f"drawn cases: seed {seed} (grade again with --seed {seed} to draw the same cases)",
+          flush=True)
     grades = grade_folder(args.dir, args.exercise, args.jobs, box, limits, solutions,
-                          args.engine)
+                          args.engine, seed=seed)
     print(format_table(grades, width=args.width))
     return 0 if all(g.passed for g in grades) else 1
 
@@ -169,6 +190,10 @@ def add_grade_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("threads", "ray"), default="threads",
                    help="threads on this machine (default), or ray: one task per notebook "
                    "on a Ray cluster")
+    p.add_argument("--seed", type=_positive("--seed"), default=None,
+                   help="the seed of the cases each check draws beside the ones the exercise "
+                   "shows (default: a fresh one, printed; the same seed grades on the same "
+                   "cases)")
     p.add_argument("--width", type=int, default=0,
                    help="cut rows to this many characters (default 0: never)")
     p.set_defaults(func=_run)

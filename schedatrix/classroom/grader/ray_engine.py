@@ -26,7 +26,7 @@ __all__ = ["grade_on_ray", "grade_task"]
 
 
 def grade_task(student: str, exercise: str, data: bytes, kind: str, limits: Limits,
-               solution: list[str]) -> Grade | str:
+               solution: list[str], seed: int | None = None) -> Grade | str:
     """Grade one notebook's bytes on this worker: its grade, or (text) why this worker cannot
     grade. A Ray task runs one at a time per worker process, and each process has uids of its
     own, so slot 0 is this task's."""
@@ -35,12 +35,12 @@ def grade_task(student: str, exercise: str, data: bytes, kind: str, limits: Limi
     except InputError as exc:
         return f"a Ray worker (process {os.getpid()}) cannot grade: {exc}"
     passed, failure, note = grade_notebook(data, exercise, box, limits, 0,
-                                           {exercise: solution})
-    return Grade(student, exercise, passed, failure, note, box.kind)
+                                           {exercise: solution}, seed)
+    return Grade(student, exercise, passed, failure, note, box.kind, seed)
 
 
 def grade_on_ray(handed_in: list[tuple[Submission, bytes, str]], kind: str, limits: Limits,
-                 solutions: dict[str, list[str]]) -> list[Grade]:
+                 solutions: dict[str, list[str]], seed: int | None = None) -> list[Grade]:
     """Grade submissions already read (each with its bytes, or why it is not a notebook) as
     Ray tasks, one CPU each, in the order given."""
     ray = ray_start.import_ray("--engine ray")
@@ -56,7 +56,7 @@ def grade_on_ray(handed_in: list[tuple[Submission, bytes, str]], kind: str, limi
             slots.append(Grade(sub.student, sub.exercise, False, problem))
         else:
             slots.append(task.remote(sub.student, sub.exercise, data, kind, limits,
-                                     solutions.get(sub.exercise, [])))
+                                     solutions.get(sub.exercise, []), seed))
     pending = [s for s in slots if not isinstance(s, Grade)]
     done = iter(ray.get(pending))
     grades = [s if isinstance(s, Grade) else next(done) for s in slots]
