@@ -288,11 +288,12 @@ CELL_TIMEOUT_S = 8
 
 
 def _edit(path: Path, *, before_check: list[str] = (), check_tags=None, check_output=None,
-          drop_check: bool = False, kernel: str | None = None) -> None:
-    """Change a filled-in exercise the way a learner (or a cheat) would."""
+          drop_check: bool = False, kernel: str | None = None, check: str = "") -> None:
+    """Change a filled-in exercise the way a learner (or a cheat) would (at its first check
+    cell, or at the one that calls ``check``)."""
     nb = nbformat.read(path, as_version=4)
     at = next(i for i, c in enumerate(nb.cells)
-              if "nbval-check-output" in c.metadata.get("tags", []))
+              if "nbval-check-output" in c.metadata.get("tags", []) and f"{check}(" in c.source)
     check = nb.cells[at]
     if check_tags is not None:
         check.metadata["tags"] = check_tags
@@ -573,11 +574,23 @@ def graded(tmp_path_factory, sandbox):
     tables = _answer_tables()
     student("table_01", [tables["01_score"]])
     _solved("07_eviction_odds", subs / "table_07" / "07_eviction_odds.ipynb")
-    _edit(subs / "table_07" / "07_eviction_odds.ipynb", before_check=[tables["07_eviction_odds"]])
+    _edit(subs / "table_07" / "07_eviction_odds.ipynb", before_check=[tables["07_eviction_odds"]],
+          check="check_eviction_odds")
     student("table_10", [tables["10_request_log"]], exercise="10_request_log")
     student("table_12", [tables["12_router"]], exercise="12_router")
     for name in ("07_eviction_odds", "10_request_log", "12_router"):
         _solved(name, subs / "solver" / f"{name}.ipynb")
+    # item 2: NaN where the grader's copy is detected (a module only that copy has), the
+    # library's numbers in the notebook's own run
+    _solved("08_kv_capacity", subs / "nan_in_the_copy" / "08_kv_capacity.ipynb")
+    _edit(subs / "nan_in_the_copy" / "08_kv_capacity.ipynb", before_check=[
+        "_right = kv_capacity_tokens\n"
+        "def kv_capacity_tokens(model, gpu, tp, usable_share, reserve_gb):\n"
+        "    try:\n"
+        "        import schedatrix._refused  # only the grader's answer-free copy has it\n"
+        "    except ImportError:\n"
+        "        return _right(model, gpu, tp, usable_share, reserve_gb)\n"
+        "    return float('nan')"])
 
     limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)
     before = {p: p.read_bytes() for p in (paths["alice"], decoy / "01_score.ipynb")}
@@ -625,6 +638,15 @@ def test_answer_tables_fail_on_the_cases_drawn_for_the_grading(graded):
     assert len(seeds) == 1 and None not in seeds
     assert format_table(list(graded[0].values())).endswith(
         f"notebooks pass (drawn cases: seed {seeds.pop()})")
+
+
+def test_nan_fails_even_where_the_copy_is_detected(graded):
+    """Issue 34, item 2: NaN passed `abs(got - want) > 1`; the notebook that returns it only
+    in the grader's copy fails there, whatever its own run shows."""
+    grade = _grade(graded, "nan_in_the_copy", "08_kv_capacity")
+    assert not grade.passed
+    assert grade.failure.startswith("check_kv_capacity: AssertionError: kv_capacity_tokens(")
+    assert "returned nan, not a finite number" in grade.failure, grade.failure
 
 
 @pytest.mark.parametrize("student, says", [

@@ -116,8 +116,64 @@ def test_score_with_a_thirty_day_month_fails_with_hint():
 
 
 def test_score_returning_text_fails():
-    with pytest.raises(AssertionError, match="not a number"):
+    with pytest.raises(AssertionError, match=r"returned '10.108': return a number"):
         grading.check_score(lambda r, rent: "10.108")
+
+
+# ---------------------------------------------------------------- issue 34, item 2: no NaN passes
+
+#: What a poisoned answer holds in place of every number.
+POISONS = [float("nan"), float("inf"), float("-inf"), -0.0, 1e308]
+
+
+def _poisoned(func, value):
+    """``func`` with every number of its answers (in lists, tuples, dicts, arrays) replaced by
+    ``value``; text, None and bools kept."""
+    def poison(x):
+        if isinstance(x, (bool, np.bool_)) or x is None or isinstance(x, str):
+            return x
+        if isinstance(x, (int, float, np.integer, np.floating)):
+            return value
+        if isinstance(x, np.ndarray):
+            return np.full(x.shape, value)
+        if isinstance(x, (list, tuple)):
+            return type(x)(poison(v) for v in x)
+        if isinstance(x, dict):
+            return {k: poison(v) for k, v in x.items()}
+        return x
+
+    return lambda *args: poison(func(*args))
+
+
+#: The checks whose answers hold no number (a failing check's name, a knob, a plan, three
+#: digits as text): poisoning changes nothing there.
+NO_NUMBERS = {"check_famous_months", "check_signature"}
+
+
+@pytest.mark.parametrize("value", POISONS, ids=repr)
+@pytest.mark.parametrize("name", sorted(set(exercises.CHECKS) - NO_NUMBERS))
+def test_every_check_fails_nan_infinities_negative_zero_and_a_huge_value(name, value):
+    """Each check, given the solution's functions with every number of their answers made NaN,
+    an infinity, -0.0 or 1e308, fails with a message (never passes, never crashes): every
+    comparison goes through check_support's as_number and close, which refuse what is not
+    finite (check_kv_capacity's `abs(got - want) > 1` passed NaN)."""
+    from test_grading_exercises import solution
+
+    from schedatrix.classroom.checking.checks import CHECKS as CHECK_FUNCTIONS
+
+    check = exercises.CHECKS[name]
+    exercise = next(e for e in exercises.EXERCISES.values() if check in e.checks)
+    ns = solution(exercise.name)
+    functions = [_poisoned(ns[f], value) for f in check.functions]
+    with pytest.raises(AssertionError) as info:
+        CHECK_FUNCTIONS[name](*functions)
+    if value != value or abs(value) == math.inf:
+        assert "finite" in str(info.value) or "return the index" in str(info.value) \
+            or "return a list of card indices" in str(info.value), str(info.value)
+
+
+def test_negative_zero_where_zero_is_right_passes():
+    grading.check_score(lambda r, rent: -0.0 if r == 0 else score_card(r, rent))
 
 
 def test_a_crash_names_the_input():

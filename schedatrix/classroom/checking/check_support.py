@@ -20,7 +20,7 @@ from ...fleet.plan import Plan
 from .boundary import MAX_MESSAGE_BYTES, AnswerRefused, AnswerTooBig, BoundaryError, LearnerRaised
 
 __all__ = ["RANDOM_SEED", "DRAWN", "fmt", "brief", "call", "as_indices", "as_number", "passed",
-           "describe", "close", "drawing", "drawn_seed", "drawn"]
+           "describe", "close", "drawing", "drawn_seed", "drawn", "finite", "off_by"]
 
 #: The seed of every check's visible random cases (the ones a check cell runs, in JupyterLab
 #: and under nbval: the same cases, and the same pass line, every time).
@@ -144,7 +144,7 @@ def as_indices(name: str, shown: str, result) -> list[int]:
     try:
         values = [int(v) for v in items]
         whole = all(float(v) == int(v) for v in items)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         values, whole = [], False
     if not whole or any(isinstance(v, bool) for v in items):
         raise AssertionError(
@@ -167,21 +167,44 @@ def describe(plan: Plan) -> str:
             f"{plan.window} window, {plan.evict_share:.0%} evicted, seed {plan.seed}")
 
 
+def finite(value: float) -> bool:
+    """Whether a figure is a number a check can compare: not NaN, not an infinity. Every
+    numeric comparison of every check goes through :func:`as_number` and :func:`close`, which
+    use it, so ``abs(nan - want) > 1`` (false) can never pass an answer."""
+    return not (math.isnan(value) or math.isinf(value))
+
+
 def as_number(name: str, shown: str, got, what: str = "a number") -> float:
-    """The learner's answer as a finite or infinite float, or a failed check saying it is not
-    a number (text, a bool, None, a list)."""
+    """The learner's answer as a finite float, or a failed check saying it is not a number
+    (text, a bool, None, a list) or not a finite one (NaN, an infinity, too big for a float)."""
     if isinstance(got, (str, bytes, bool)) or got is None:
         raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}")
     try:
-        return float(got)
+        value = float(got)
+    except OverflowError:
+        raise AssertionError(f"{name}({shown}) returned a number too big for a float: return "
+                             f"{what}") from None
     except (TypeError, ValueError):
         raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}") from None
+    if not finite(value):
+        raise AssertionError(f"{name}({shown}) returned {value!r}, not a finite number: return "
+                             f"{what}")
+    return value
 
 
 def close(got: float, want: float, rel: float = 1e-6, abs_tol: float = 1e-9) -> bool:
-    """Whether two figures agree (both NaN, or both the same infinity, count as agreeing)."""
-    if math.isnan(want) or math.isnan(got):
-        return math.isnan(want) and math.isnan(got)
-    if math.isinf(want) or math.isinf(got):
-        return got == want
+    """Whether two figures agree: both finite and within ``rel`` (or ``abs_tol``) of each other.
+    NaN and the infinities agree with nothing, not even themselves."""
+    got, want = float(got), float(want)
+    if not (finite(got) and finite(want)):
+        return False
     return math.isclose(got, want, rel_tol=rel, abs_tol=abs_tol)
+
+
+def off_by(got: float, want: float) -> float:
+    """How far an answer is from the expected figure (``inf`` when either is not finite), for
+    checks that allow a margin: ``off_by(got, want) > margin`` fails NaN too."""
+    got, want = float(got), float(want)
+    if not (finite(got) and finite(want)):
+        return math.inf
+    return abs(got - want)

@@ -43,7 +43,19 @@ from ...fleet.presets import PRESETS
 from ...fleet.run_set import SHAPES
 from ...fleet.run_set import greedy_run_set as _greedy_run_set
 from ...fleet.score import score as _score
-from .check_support import DRAWN, RANDOM_SEED, as_indices, brief, call, describe, drawn, fmt, passed
+from .check_support import (
+    DRAWN,
+    RANDOM_SEED,
+    as_indices,
+    as_number,
+    brief,
+    call,
+    close,
+    describe,
+    drawn,
+    fmt,
+    passed,
+)
 
 __all__ = [
     "CHECK_NAMES",
@@ -97,15 +109,10 @@ def check_score(score_card: Callable) -> str:
         got = call("score_card", score_card, rate, rent)
         want = _score(rate, rent)
         try:
-            if isinstance(got, (str, bytes, bool)):
-                raise TypeError
-            value = float(got)
-        except (TypeError, ValueError):
-            raise AssertionError(
-                f"score_card({fmt(rate)}, {fmt(rent)}) returned {brief(got)}, not a number; "
-                f"expected {want:.4f} ({what})"
-            ) from None
-        if not math.isclose(value, want, rel_tol=1e-6, abs_tol=5e-4):
+            value = as_number("score_card", f"{fmt(rate)}, {fmt(rent)}", got)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; expected {want:.4f} ({what})") from None
+        if not close(value, want, rel=1e-6, abs_tol=5e-4):
             hint = ""
             if want and math.isclose(value / 1_000_000, want, rel_tol=1e-3):
                 hint = " Looks like tokens per dollar: divide by a million."
@@ -286,8 +293,8 @@ def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
         got = call("wrong_evictions", wrong_evictions, list(rates), list(evicted))
         want = _wrong_evictions(rates, evicted)
         try:
-            ok = int(got) == want and float(got) == want
-        except (TypeError, ValueError):
+            ok = as_number("wrong_evictions", shown, got) == want
+        except AssertionError:
             ok = False
         if not ok:
             median = float(np.median(rates)) if rates else float("nan")

@@ -40,7 +40,18 @@ from ...fleet.plan import Plan
 from ...fleet.presets import PRESETS
 from ...fleet.run_set import SHAPES
 from ...fleet.window import measured_tok_s
-from .check_support import DRAWN, RANDOM_SEED, as_number, brief, call, close, drawn, fmt, passed
+from .check_support import (
+    DRAWN,
+    RANDOM_SEED,
+    as_number,
+    brief,
+    call,
+    close,
+    drawn,
+    fmt,
+    off_by,
+    passed,
+)
 
 __all__ = ["check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
            "check_eviction_odds", "knobs_of", "ODDS_CASES", "ODDS_MONTHS", "ODDS_Z"]
@@ -449,7 +460,7 @@ def check_eviction_odds(eviction_fail_chance: Callable) -> str:
         want = _library_odds(cls, cards, hours, share)
         p = min(max(want, 1 / ODDS_MONTHS), 1 - 1 / ODDS_MONTHS)
         se = math.sqrt(p * (1 - p) * (1 / ODDS_MONTHS + 1 / (20 * ODDS_MONTHS)))
-        if abs(got - want) > ODDS_Z * se:
+        if off_by(got, want) > ODDS_Z * se:
             raise AssertionError(
                 f"eviction_fail_chance({shown}) returned {got:.4f}; the library's Monte Carlo "
                 f"over {20 * ODDS_MONTHS:,} months says {want:.4f}, and {ODDS_MONTHS:,} months "

@@ -38,7 +38,17 @@ from ...serving.perf.model import PerfModel
 from ...serving.replica.kv_cache import largest_batch as _largest_batch
 from ...serving.sim.event_log import event_log, logged_run
 from ...serving.sim.simulate import simulate
-from .check_support import DRAWN, RANDOM_SEED, as_number, call, close, drawn, fmt, passed
+from .check_support import (
+    DRAWN,
+    RANDOM_SEED,
+    as_number,
+    call,
+    close,
+    drawn,
+    fmt,
+    off_by,
+    passed,
+)
 
 __all__ = ["check_kv_capacity", "check_largest_batch", "check_smallest_tp", "check_decode_step",
            "check_tp_for_tpot",
@@ -151,7 +161,7 @@ def check_kv_capacity(kv_bytes_per_token: Callable, kv_capacity_tokens: Callable
                         call("kv_capacity_tokens", kv_capacity_tokens, model_facts(name),
                              gpu_facts(gname), tp, share, reserve), "a number of tokens")
         want = _capacity(name, gname, tp, share, reserve)
-        if abs(got - want) > 1:
+        if off_by(got, want) > 1:
             raise AssertionError(f"kv_capacity_tokens({shown}) returned {got:,.0f}, expected "
                                  f"{want:,} tokens ({what}). "
                                  + _capacity_hint(name, gname, tp, share, reserve, got, want))
@@ -415,7 +425,7 @@ def check_decode_step(decode_step_s: Callable) -> str:
         got = as_number("decode_step_s", shown,
                         call("decode_step_s", decode_step_s, model_facts(name),
                              gpu_facts(gname), b, ctx, ROOFLINE_SHARE), "a number of seconds")
-        off = abs(got / lib_s - 1)
+        off = off_by(got / lib_s, 1.0)
         worst = max(worst, off)
         if off > ROOFLINE_TOLERANCE:
             raise AssertionError(f"decode_step_s({shown}) returned {got * 1e3:.3f} ms; the "

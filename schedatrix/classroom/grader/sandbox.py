@@ -204,6 +204,10 @@ def _env(work: str, socket_path: str | None) -> dict[str, str]:
         "TMPDIR": "/tmp",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
+        # the package the grader runs, wherever the environment's own install points (a git
+        # worktree shares its main checkout's environment, whose editable install names the
+        # main checkout's package: the sandbox must run this one)
+        "PYTHONPATH": str(package_dir().parent),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
         "JUPYTER_PLATFORM_DIRS": "1",
