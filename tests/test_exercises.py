@@ -285,6 +285,9 @@ def test_the_graders_evaluation_passes_each_solution_and_fails_each_stub(name, s
 SUCCESS = ("check_score: all 37 cases pass (7 spec figures and fixed cards, 30 random). "
            "Well done!\n")
 CELL_TIMEOUT_S = 8
+#: What the class's notebooks may hold, all their processes together (an honest one peaks at
+#: about 200 MB: the nbval run's pytest and kernel).
+MEMORY_MB = 768
 
 
 def _edit(path: Path, *, before_check: list[str] = (), check_tags=None, check_output=None,
@@ -591,8 +594,24 @@ def graded(tmp_path_factory, sandbox):
         "    except ImportError:\n"
         "        return _right(model, gpu, tp, usable_share, reserve_gb)\n"
         "    return float('nan')"])
+    # item 3: the library's formula under another name, and a wrapper of it
+    student("library_renamed", wrong, before_check=[
+        "import schedatrix.fleet.bill\nscore_card = schedatrix.fleet.bill.mtok_per_dollar"])
+    student("wraps_library", wrong, before_check=[
+        "import functools\nfrom schedatrix.fleet import bill\n"
+        "def _wrap(f):\n    @functools.wraps(f)\n    def inner(a, b):\n        return f(a, b)\n"
+        "    return inner\n"
+        "score_card = _wrap(bill.mtok_per_dollar)"])
 
-    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)
+    # item 4: four forked children that hold 250 MB each, with a right answer (the class's
+    # notebooks may hold MEMORY_MB together; each process's address space is 2048 MiB)
+    student("forks_memory", before_check=[
+        "import os, time\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n"
+        "    if pid == 0:\n        hog = b'x' * (250 * 1024 * 1024)\n        time.sleep(30)\n"
+        "        os._exit(0)\n    kids.append(pid)\nfor pid in kids:\n    os.waitpid(pid, 0)"])
+
+    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180, memory_mb=MEMORY_MB,
+                    address_space_mb=2048)
     before = {p: p.read_bytes() for p in (paths["alice"], decoy / "01_score.ipynb")}
     grades = grade_folder(subs, jobs=2, sandbox=sandbox, limits=limits, solutions=SOLUTIONS)
     paths["before"] = before
@@ -647,6 +666,29 @@ def test_nan_fails_even_where_the_copy_is_detected(graded):
     assert not grade.passed
     assert grade.failure.startswith("check_kv_capacity: AssertionError: kv_capacity_tokens(")
     assert "returned nan, not a finite number" in grade.failure, grade.failure
+
+
+def test_the_librarys_function_under_another_name_fails_with_a_note(graded):
+    """Issue 34, item 3: score's formula as schedatrix.fleet.bill.mtok_per_dollar, bare or
+    wrapped, fails, and the note names it."""
+    for student in ("library_renamed", "wraps_library"):
+        grade = _grade(graded, student)
+        assert not grade.passed
+        assert grade.failure.startswith("check_score: AssertionError: score_card is "
+                                        "schedatrix.fleet.bill.mtok_per_dollar, the library's "
+                                        "own function"), grade.failure
+        assert "schedatrix.fleet.bill.mtok_per_dollar handed in as score_card" in grade.note
+
+
+def test_one_memory_bound_holds_a_notebooks_processes_together(graded, sandbox):
+    """Issue 34, item 4: four children of 250 MB each, each under the per-process limit, are
+    ended together once the run holds more than the class's bound, named as such (a cgroup
+    where the machine offers one, else the watchdog: docs/grading.md)."""
+    grade = _grade(graded, "forks_memory")
+    assert not grade.passed
+    assert grade.failure == (f"code cell 2 (counting code cells from the top): its processes "
+                             f"went over {MEMORY_MB} MiB together (the memory one notebook may "
+                             "hold, all its processes): ended"), grade.failure
 
 
 @pytest.mark.parametrize("student, says", [

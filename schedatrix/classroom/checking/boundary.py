@@ -46,6 +46,8 @@ __all__ = [
     "Channel",
     "RemoteFunction",
     "refused_answers",
+    "library_origin",
+    "library_functions",
     "serve_check",
     "connect",
 ]
@@ -299,6 +301,83 @@ class RemoteFunction:
         raise BoundaryError("an answer the checker cannot read")
 
 
+# ----------------------------------------------------------------------------- whose function
+
+
+def _package_folder() -> str:
+    """The folder of the ``schedatrix`` this process imported (the grader's copy, in an
+    evaluation), ending in a separator."""
+    return os.path.join(os.path.dirname(os.path.abspath(importlib.import_module(
+        "schedatrix").__file__)), "")
+
+
+def library_origin(func, folder: str | None = None, depth: int = 8) -> str:
+    """The library function ``func`` is, or wraps (``""`` when it is neither): followed
+    through ``functools.wraps``' ``__wrapped__``, a ``functools.partial``, a bound method, a
+    callable object's ``__call__`` and the functions its closure holds; a function counts as
+    the library's when its code was compiled from a file of the package (``folder``), or it
+    has no code of its own and names a ``schedatrix`` module."""
+    import functools
+    import types
+
+    folder = folder or _package_folder()
+    seen: set[int] = set()
+    todo = [(func, 0)]
+    while todo:
+        obj, level = todo.pop()
+        if id(obj) in seen or level > depth:
+            continue
+        seen.add(id(obj))
+        try:
+            code = getattr(obj, "__code__", None)
+            if code is not None and isinstance(code.co_filename, str) \
+                    and os.path.abspath(code.co_filename).startswith(folder):
+                return f"{obj.__module__}.{obj.__qualname__}"
+            if code is None and not isinstance(obj, functools.partial) and callable(obj):
+                module = getattr(obj, "__module__", None) or type(obj).__module__
+                if isinstance(module, str) and (module == "schedatrix"
+                                                or module.startswith("schedatrix.")):
+                    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+                    return f"{module}.{name}"
+            nexts = []
+            if isinstance(obj, functools.partial):
+                nexts.append(obj.func)
+            wrapped = inspect_attr(obj, "__wrapped__")
+            if wrapped is not None:
+                nexts.append(wrapped)
+            if isinstance(obj, types.MethodType):
+                nexts.append(obj.__func__)
+            for cell in getattr(obj, "__closure__", None) or ():
+                try:
+                    nexts.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    pass
+            if code is None and not isinstance(obj, type) and callable(obj):
+                nexts.append(type(obj).__call__)
+        except Exception:  # whatever a learner's object does when it is looked at
+            continue
+        todo += [(n, level + 1) for n in nexts if callable(n)]
+    return ""
+
+
+def inspect_attr(obj, name: str):
+    """``obj.name`` as stored, without running a learner's ``__getattr__`` (``None`` when
+    absent)."""
+    import inspect
+
+    try:
+        return inspect.getattr_static(obj, name)
+    except AttributeError:
+        return None
+
+
+def library_functions(functions: dict[str, Callable]) -> dict[str, str]:
+    """Which of the learner's functions are (or wrap) the library's own, by name."""
+    folder = _package_folder()
+    found = {name: library_origin(f, folder) for name, f in functions.items()}
+    return {name: origin for name, origin in found.items() if origin}
+
+
 # ----------------------------------------------------------------------------- kernel side
 
 
@@ -316,7 +395,7 @@ def _resolve(answer: str):
     target = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)
-    return target
+    return target.fget if isinstance(target, property) else target  # a property: its getter
 
 
 @contextlib.contextmanager
@@ -353,7 +432,8 @@ def serve_check(channel: Channel, check: str, functions: dict[str, Callable],
     ``error``) and the exception the learner's function raised last, if any (so the kernel
     can show the learner their own traceback).
     """
-    channel.send({"protocol": PROTOCOL, "check": check, "functions": list(functions)})
+    channel.send({"protocol": PROTOCOL, "check": check, "functions": list(functions),
+                  "library": library_functions(functions)})
     last_raised: BaseException | None = None
     with refused_answers(answers) as hits:
         while True:

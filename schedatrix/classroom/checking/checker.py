@@ -31,6 +31,7 @@ class Session:
     passed: bool
     error: str  # "AssertionError", "NotImplementedError", "BoundaryError", ... ("" on a pass)
     message: str  # the line the learner sees
+    library: str = ""  # the library functions the learner handed in as their own, if any
 
     @property
     def failure(self) -> str:
@@ -57,7 +58,8 @@ def run_session(channel: Channel, allowed: set[str] | None = None,
         session = Session("", False, "AssertionError",
                           f"{shown!r} is not a check of this exercise")
     else:
-        session = _judge(channel, name, deadline)
+        handed = _library_handed_in(name, hello.get("library"))
+        session = handed or _judge(channel, name, deadline)
         if session.error == "BoundaryError":
             return session
     verdict = {"verdict": "pass" if session.passed else "fail", "message": session.message}
@@ -68,6 +70,22 @@ def run_session(channel: Channel, allowed: set[str] | None = None,
     except BoundaryError:
         pass
     return session
+
+
+def _library_handed_in(name: str, said) -> Session | None:
+    """A failed check when the learner handed in the library's own function (or a wrapper of
+    it) as one of theirs, as the other side saw it (``said``: function name -> origin)."""
+    if not isinstance(said, dict):
+        return None
+    found = [(f, str(said[f])[:200]) for f in CHECKS[name].functions
+             if isinstance(said.get(f), str) and said[f]]
+    if not found:
+        return None
+    function, origin = found[0]
+    return Session(name, False, "AssertionError",
+                   f"{function} is {origin}, the library's own function (or a wrapper of it): "
+                   f"this exercise asks you to write {function} yourself.",
+                   "; ".join(f"{o} handed in as {f}" for f, o in found))
 
 
 def _judge(channel: Channel, name: str, deadline: float | None,
@@ -111,7 +129,8 @@ def drive_check(channel: Channel, name: str, deadline: float | None = None,
     missing = [m for m in check.functions if m in missing]
     if missing:
         return Session(name, False, "NameError", f"name {missing[0]!r} is not defined")
-    session = _judge(channel, name, deadline, seed)
+    session = _library_handed_in(name, reply.get("library")) or _judge(channel, name,
+                                                                        deadline, seed)
     if session.error != "BoundaryError":
         try:
             channel.send({"end": True})

@@ -92,6 +92,8 @@ def _definition(answer: str) -> tuple[Path, str]:
     target = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)
+    if isinstance(target, property):  # a figure read as an attribute: its getter computes it
+        target = target.fget
     func = inspect.unwrap(target)
     return Path(func.__code__.co_filename).resolve(), func.__qualname__
 

@@ -29,7 +29,7 @@ from ..checking.boundary import BoundaryError, Channel
 from ..checking.checker import Session, drive_check
 from ..checking.exercises import Check, Exercise
 from . import answer_free
-from .sandbox import Limits, Sandbox, end
+from .sandbox import Limits, Sandbox, end, over_memory
 
 __all__ = ["Evaluation", "cell_where", "code_cells", "evaluate", "stopped"]
 
@@ -45,6 +45,10 @@ class Evaluation:
     failure: str = ""  # the first thing that fails the notebook ("" when every check passed)
     cell_errors: list[str] = field(default_factory=list)  # cells that raised here (no failure)
     cpu_s: float = 0.0  # the CPU the sandboxed process says it used (for the benchmark only)
+    where: str = ""  # the step it was at when it stopped
+    peak_mb: float = 0.0  # the most its processes held together, as its memory bound saw it
+    notes: list[str] = field(default_factory=list)  # for the instructor (the library's own
+    # functions handed in as the learner's)
 
     @property
     def passed(self) -> bool:
@@ -103,11 +107,13 @@ def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
             found.failure = f"the grader's evaluation did not start ({exc})"
         return found
     for index, source, check, skipped in code_cells(nb, exercise):
-        where = cell_where(index)
+        where = found.where = cell_where(index)
         step_deadline = min(deadline, time.monotonic() + limits.cell_timeout_s)
         if check is not None:
             session = drive_check(channel, check.name, step_deadline, seed)
             found.sessions.append(session)
+            if session.library:
+                found.notes.append(session.library)
             if session.passed:
                 continue
             if session.error == "BoundaryError":
@@ -170,8 +176,12 @@ def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int
                 found = _drive(channel, nb, exercise, limits, deadline, seed)
             finally:
                 channel.close()
-                end(process, grace_s=2.0)   # a moment to exit, then the end
+                end(process, grace_s=2.0, bound=launch.bound)  # a moment to exit, then the end
                 sandbox.clean_up(slot)
+            if launch.bound is not None:
+                found.peak_mb = launch.bound.peak_bytes / 2**20
+                if launch.bound.exceeded:
+                    found.failure = f"{found.where or 'the notebook'}: {over_memory(limits)}"
             if found.failure.startswith("the grader's evaluation did not start"):
                 err.seek(0)
                 lines = err.read(_STDERR_KEPT).decode("utf-8", "replace").strip().splitlines()

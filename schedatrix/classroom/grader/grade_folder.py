@@ -183,7 +183,9 @@ def add_grade_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_positive("--timeout", 5), default=300, metavar="S",
                    help="seconds one notebook may take to grade, all of it (default 300)")
     p.add_argument("--memory-mb", type=_positive("--memory-mb", 512), default=2048,
-                   metavar="MB", help="address space per process, MiB (default 2048)")
+                   metavar="MB", help="memory one notebook may hold, MiB, all its processes "
+                   "together (a cgroup where the machine offers one, else a watchdog; "
+                   "docs/grading.md), and each process's address space (default 2048)")
     p.add_argument("--solutions", default=None,
                    help="the instructor's solutions, to note copies (default ./solutions "
                    "if it exists)")

@@ -65,6 +65,8 @@ def decide(exercise: Exercise, evaluation: Evaluation, run: Run | None,
     it."""
     if not evaluation.passed or run is None:
         return False, evaluation.failure or "the notebook was not run"
+    if run.over_memory:
+        return False, f"the notebook's own run: {run.over_memory}"
     if run.timed_out:
         return False, f"timed out after {limits.notebook_timeout_s} s (the whole notebook)"
     failures = run.summary.get("failures") if isinstance(run.summary, dict) else None
@@ -119,4 +121,5 @@ def grade_notebook(data: bytes, exercise_name: str, sandbox: Sandbox, limits: Li
     if evaluation.passed:
         run = run_nbval(data, exercise, sandbox, limits, verdicts(evaluation), slot, deadline)
     passed, failure = decide(exercise, evaluation, run, limits)
+    note = "; ".join(n for n in (note, *evaluation.notes) if n)
     return passed, failure, note

@@ -42,9 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError
+from .memory_bound import Bound, bound_for
 
 __all__ = ["KINDS", "REAL", "Limits", "Sandbox", "Launch", "choose", "probe", "unreadable_for",
-           "package_dir"]
+           "package_dir", "end", "over_memory"]
 
 KINDS = ("bubblewrap", "setuid", "none")
 #: The kinds that are sandboxes (``auto`` picks only these).
@@ -71,47 +72,82 @@ _NO_SANDBOX_FIX = ("install bubblewrap (Debian: apt-get install bubblewrap), or 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one submission may use. Times in seconds, sizes in MiB."""
+    """What one submission may use. Times in seconds, sizes in MiB.
+
+    ``memory_mb`` bounds a whole sandboxed run, all its processes together
+    (:mod:`.memory_bound`); each process's address space is also capped, at
+    ``address_space_mb`` (0: at ``memory_mb``). ``memory_bound``: ``auto`` (a cgroup where
+    the machine offers one, else the watchdog) or ``watchdog``.
+    """
 
     cell_timeout_s: int = 60
     notebook_timeout_s: int = 300
     memory_mb: int = 2048
     file_mb: int = 64
     processes: int = 256
+    address_space_mb: int = 0
+    memory_bound: str = "auto"
 
     def __post_init__(self) -> None:
-        for name, low in (("cell_timeout_s", 1), ("notebook_timeout_s", 5), ("memory_mb", 512),
-                          ("file_mb", 1), ("processes", 16)):
+        for name, low in (("cell_timeout_s", 1), ("notebook_timeout_s", 5), ("memory_mb", 256),
+                          ("file_mb", 1), ("processes", 16), ("address_space_mb", 0)):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
                 raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
+        if 0 < self.address_space_mb < 512:
+            raise InputError(f"address_space_mb must be 0 or >= 512, got {self.address_space_mb}")
+        if self.memory_bound not in ("auto", "watchdog"):
+            raise InputError(f"memory_bound must be auto or watchdog, got {self.memory_bound!r}")
+
+    @property
+    def address_mb(self) -> int:
+        """Each process's address space, MiB."""
+        return self.address_space_mb or self.memory_mb
 
     def describe(self) -> str:
         return (f"{self.cell_timeout_s} s per cell, {self.notebook_timeout_s} s per notebook, "
-                f"{self.memory_mb} MiB per process, {self.processes} processes")
+                f"{self.memory_mb} MiB per notebook (all its processes together), "
+                f"{self.processes} processes")
 
 
 @dataclass(frozen=True)
 class Launch:
-    """How to start one sandboxed run: the command, its environment and folder."""
+    """How to start one sandboxed run: the command, its environment and folder, and the one
+    memory bound its processes share (:mod:`.memory_bound`)."""
 
     argv: list[str]
     env: dict[str, str]
     cwd: str
     pass_fds: tuple[int, ...]
+    bound: Bound | None = None
+    uid: int | None = None
 
     def start(self, stdout=subprocess.DEVNULL, stderr=None, text: bool = False
               ) -> subprocess.Popen:
         """Start the run in a session of its own (so :func:`end` reaches all it starts), with
-        nothing on its standard input."""
-        return subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, pass_fds=self.pass_fds,
-                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                text=text, start_new_session=True)
+        nothing on its standard input, under its memory bound."""
+        argv = self.bound.wrap(self.argv) if self.bound is not None else self.argv
+        try:
+            process = subprocess.Popen(argv, env=self.env, cwd=self.cwd,
+                                       pass_fds=self.pass_fds, stdin=subprocess.DEVNULL,
+                                       stdout=stdout, stderr=stderr, text=text,
+                                       start_new_session=True)
+        except BaseException:
+            if self.bound is not None:
+                self.bound.close()
+            raise
+        if self.bound is not None:
+            def kill() -> None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+
+            self.bound.watch(process.pid, self.uid, kill)
+        return process
 
 
-def end(process: subprocess.Popen, grace_s: float = 0.0) -> int:
-    """Give a sandboxed run ``grace_s`` to exit, then end it and everything it started;
-    return its exit status."""
+def end(process: subprocess.Popen, grace_s: float = 0.0, bound: Bound | None = None) -> int:
+    """Give a sandboxed run ``grace_s`` to exit, then end it and everything it started (and
+    release its memory bound); return its exit status."""
     if grace_s > 0:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=grace_s)
@@ -119,7 +155,16 @@ def end(process: subprocess.Popen, grace_s: float = 0.0) -> int:
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         process.kill()
-    return process.wait()
+    code = process.wait()
+    if bound is not None:
+        bound.close()
+    return code
+
+
+def over_memory(limits: Limits) -> str:
+    """How a failure says a run went over its memory bound."""
+    return (f"its processes went over {limits.memory_mb} MiB together (the memory one "
+            "notebook may hold, all its processes): ended")
 
 
 def _ancestors(path: Path) -> list[str]:
@@ -226,7 +271,7 @@ def _env(work: str, socket_path: str | None) -> dict[str, str]:
 def limit_args(limits: Limits, uid: int | None, processes: bool) -> list[str]:
     """The runners' limit options
     (:func:`~schedatrix.classroom.grader.nbval_run.add_limit_args`)."""
-    args = [f"--memory-mb={limits.memory_mb}", f"--file-mb={limits.file_mb}",
+    args = [f"--memory-mb={limits.address_mb}", f"--file-mb={limits.file_mb}",
             f"--cpu-s={limits.notebook_timeout_s}"]
     if processes:
         args.append(f"--processes={limits.processes}")
@@ -304,7 +349,8 @@ class Sandbox:
             os.chmod(work_dir, 0o700)
             env = _env(str(work_dir), str(socket_path) if socket_path else None)
             env["TMPDIR"] = str(work_dir)
-            return Launch(list(inner), env, str(work_dir), tuple(pass_fds))
+            return Launch(list(inner), env, str(work_dir), tuple(pass_fds),
+                          bound_for(limits.memory_mb, limits.memory_bound), uid)
         size = str(max(limits.file_mb, 16) * 4 * 1024 * 1024)
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid",
                 "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
@@ -347,7 +393,8 @@ class Sandbox:
         argv[1:1] = env_args
         argv += list(inner)
         return Launch(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, "/",
-                      tuple(dict.fromkeys((*files.values(), *pass_fds))))
+                      tuple(dict.fromkeys((*files.values(), *pass_fds))),
+                      bound_for(limits.memory_mb, limits.memory_bound), uid)
 
     def clean_up(self, slot: int) -> None:
         """Kill every process left under the run's own uid (a process that left the run's
@@ -407,6 +454,7 @@ def _probe_once(sandbox: Sandbox, timeout_s: float) -> str:
                 end(process)
                 return f"{kind} started no Python within {timeout_s:g} s"
             finally:
+                end(process, bound=launch.bound)
                 sandbox.clean_up(0)
         finally:
             os.close(fd)
