@@ -610,6 +610,31 @@ def graded(tmp_path_factory, sandbox):
         "    if pid == 0:\n        hog = b'x' * (250 * 1024 * 1024)\n        time.sleep(30)\n"
         "        os._exit(0)\n    kids.append(pid)\nfor pid in kids:\n    os.waitpid(pid, 0)"])
 
+    # item 5: an answer of 3 million numbers; a cell only the evaluation ran (nbval skips
+    # `## NBVAL_SKIP`) holding the right answer over a wrong one; a right answer that reads
+    # every process's command line and environment for the grader's paths; a student folder
+    # that is a link, and a notebook in a subfolder
+    student("returns_3m", ["return [0.5] * 3_000_000"])
+    student("skips_in_nbval", wrong, before_check=[
+        "## NBVAL_SKIP\ndef score_card(true_tok_s, rent_per_month):\n"
+        "    return true_tok_s * SECONDS_PER_MONTH / rent_per_month / 1_000_000"])
+    student("reads_cmdlines", before_check=[
+        "import os\nseen = []\n"
+        f"marks = ['schedatrix-answer-free', 'schedatrix-evaluate', 'schedatrix-grade', "
+        f"{str(subs)!r}, {str(tmp)!r}]\n"
+        "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "    for what in ('cmdline', 'environ'):\n"
+        "        try:\n"
+        "            text = open(f'/proc/{pid}/{what}', 'rb').read().decode(errors='replace')\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        seen += [f'{pid}/{what}: {m}' for m in marks if m in text]\n"
+        "if seen:\n"
+        "    raise RuntimeError('host paths: ' + ', '.join(seen))"])
+    (subs / "linked").symlink_to(subs / "alice", target_is_directory=True)
+    _fill(EXERCISES / "01_score.ipynb", subs / "nests" / "work" / "01_score.ipynb",
+          [RIGHT_SCORE])
+
     limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180, memory_mb=MEMORY_MB,
                     address_space_mb=2048)
     before = {p: p.read_bytes() for p in (paths["alice"], decoy / "01_score.ipynb")}
@@ -689,6 +714,29 @@ def test_one_memory_bound_holds_a_notebooks_processes_together(graded, sandbox):
     assert grade.failure == (f"code cell 2 (counting code cells from the top): its processes "
                              f"went over {MEMORY_MB} MiB together (the memory one notebook may "
                              "hold, all its processes): ended"), grade.failure
+
+
+def test_item_5_size_skip_host_paths_and_rows(graded, sandbox):
+    """Issue 34, item 5: an answer over the size limit is said as a size, at once; nbval's
+    `## NBVAL_SKIP` is skipped by the evaluation too; under bubblewrap no process inside
+    shows the grader's paths (bwrap's options reach it by a descriptor); a student folder
+    that is a link, and a notebook in a subfolder, each get a row refusing them."""
+    big = _grade(graded, "returns_3m")
+    assert not big.passed and "returned an answer over 4 MB as plain data" in big.failure, \
+        big.failure
+    skips = _grade(graded, "skips_in_nbval")
+    assert not skips.passed and "divide by a million" in skips.failure, skips.failure
+    linked = _grade(graded, "linked", "-")
+    assert not linked.passed and linked.failure == (
+        "not graded: a link, not a student's folder (hand in <student>/<exercise>.ipynb, a "
+        "real folder)")
+    nested = _grade(graded, "nests", "work/01_score")
+    assert not nested.passed and nested.failure == (
+        "not graded: a notebook in a subfolder, work/ (hand in nests/01_score.ipynb)")
+    if sandbox.kind != "bubblewrap":
+        pytest.skip(f"sandbox {sandbox.kind!r}: the grader's processes are visible there")
+    looks = _grade(graded, "reads_cmdlines")
+    assert looks.passed, looks.failure
 
 
 @pytest.mark.parametrize("student, says", [
@@ -797,7 +845,9 @@ def test_limits_end_loops_memory_hogs_and_fork_bombs(graded, sandbox):
     assert not memory.passed and "MemoryError" in memory.failure
     forks = _grade(graded, "forks")
     assert not forks.passed
-    if sandbox.own_uid or not sandbox.as_root:
+    if "went over" in forks.failure:  # 256 sleeping Pythons hold the class's MEMORY_MB too
+        assert f"its processes went over {MEMORY_MB} MiB together" in forks.failure
+    elif sandbox.own_uid or not sandbox.as_root:
         assert "stopped after" in forks.failure, forks.failure
         count = int(re.search(r"stopped after (\d+)", forks.failure).group(1))
         assert count < 300
@@ -960,3 +1010,86 @@ def test_no_student_copy_points_at_a_file_it_does_not_have():
     for folder in (EXERCISES, SOLUTIONS):
         for nb in folder.glob("*.ipynb"):
             assert "shared/spec" not in nb.read_text(), nb.name
+
+
+# ----------------------------------------------------------------------------- issue 34, item 5
+
+
+def _grader_with_a_sleeper(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """`schedatrix grade` (no sandbox: cheap) on a notebook that sleeps in a cell, its
+    temporary folder private to the test; returns once its run folders exist."""
+    import sys
+    import time
+
+    notebook = tmp_path / "class" / "sleeper" / "01_score.ipynb"
+    _fill(EXERCISES / "01_score.ipynb", notebook, [RIGHT_SCORE])
+    _edit(notebook, before_check=["import time\ntime.sleep(40)"])
+    import tempfile
+
+    # a short private folder (a socket's path must stay under 108 bytes), this checkout's
+    # package whatever the environment's editable install names
+    temp = Path(tempfile.mkdtemp(prefix="sx-", dir="/tmp"))
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "schedatrix", "grade",
+                                str(tmp_path / "class"), "--sandbox", "none", "--timeout", "120"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        names = [p.name for p in temp.iterdir()]
+        if any(n.startswith(f"schedatrix-evaluate-{process.pid}-") for n in names) and \
+                any(n.startswith(f"schedatrix-answer-free-{process.pid}-") for n in names):
+            return process, temp
+        time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"the grader made no run folder: {process.communicate()}")
+
+
+def test_a_grader_told_to_stop_leaves_nothing_in_tmp(tmp_path):
+    import signal
+
+    process, temp = _grader_with_a_sleeper(tmp_path)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    left = list(temp.iterdir())
+    shutil.rmtree(temp)
+    assert process.returncode == 128 + signal.SIGTERM, (out, err)
+    assert left == []
+
+
+def test_a_grader_killed_outright_is_swept_by_the_next(tmp_path):
+    import signal
+
+    from schedatrix.classroom.grader.sandbox import sweep_leftovers
+
+    process, temp = _grader_with_a_sleeper(tmp_path)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    left = sorted(p.name for p in temp.iterdir())
+    assert left and all(f"-{process.pid}-" in n for n in left)
+    alive = temp / "schedatrix-grade-1-kept"   # pid 1 is alive: a running grader's folder
+    alive.mkdir()
+    swept = sorted(p.name for p in sweep_leftovers(str(temp)))
+    kept = list(temp.iterdir())
+    shutil.rmtree(temp)
+    assert swept == left and kept == [alive]
+
+
+def test_grade_on_ray_names_the_address_in_one_line(tmp_path, monkeypatch):
+    """Without a cluster named the grader says how to name one, at once; an address where
+    nothing answers is refused within seconds, before anything is printed."""
+    notebook = tmp_path / "class" / "alice" / "01_score.ipynb"
+    _fill(EXERCISES / "01_score.ipynb", notebook, [RIGHT_SCORE])
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    from conftest import run_in_process as cli
+
+    done = cli("grade", str(tmp_path / "class"), "--engine", "ray")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("schedatrix: error: --engine ray needs a Ray cluster: name it with "
+                           "--address HOST:6379 (or RAY_ADDRESS=HOST:6379), or --address local "
+                           "to start one on this machine\n")
+    done = cli("grade", str(tmp_path / "class"), "--engine", "ray", "--address", "127.0.0.1:1")
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "--engine ray --address 127.0.0.1:1: no Ray cluster answers at 127.0.0.1:1" in \
+        done.stderr
+    done = cli("grade", str(tmp_path / "class"), "--address", "local")
+    assert done.returncode == 2 and "use it with --engine ray" in done.stderr

@@ -23,6 +23,7 @@ since the learner's kernel can undo anything it does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -109,20 +110,45 @@ def _short_repr(value) -> str:
     return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."
 
 
-def encode(value, depth: int = 0):
+@functools.cache
+def _kinds():
+    """numpy, Month and Plan, imported once (not once for every element of an answer)."""
+    import numpy as np
+
+    from ...fleet.month import Month
+    from ...fleet.plan import Plan
+
+    return np, Month, Plan
+
+
+class _Budget:
+    """What is left of :data:`MAX_MESSAGE_BYTES` while an answer is encoded: every value
+    takes at least a byte and its separator, so an answer too big to send is refused as soon
+    as its size shows it, before it is walked element by element."""
+
+    def __init__(self, left: int = MAX_MESSAGE_BYTES) -> None:
+        self.left = left
+
+    def take(self, nbytes: int) -> None:
+        self.left -= nbytes
+        if self.left < 0:
+            raise AnswerTooBig()
+
+
+def encode(value, depth: int = 0, budget: _Budget | None = None):
     """``value`` as JSON-ready plain data.
 
     Numbers, text, ``None``, lists, tuples, dicts whose keys are all text (read with
     ``dict``'s own methods, whatever the class), numpy arrays and scalars, a :class:`Month`
     (as its plan's knobs) and a :class:`Plan` (its knobs, read attribute by attribute, which
     is what :func:`simulate` reads) become plain data; anything else becomes its type name
-    and repr, which the checker reports as a wrong type.
+    and repr, which the checker reports as a wrong type. Raises :class:`AnswerTooBig` as
+    soon as the value cannot fit one message (a list of 3 million numbers at once).
     """
-    import numpy as np
-
-    from ...fleet.month import Month
-    from ...fleet.plan import Plan
-
+    np, Month, Plan = _kinds()
+    if budget is None:
+        budget = _Budget()
+    budget.take(2)
     if value is None or isinstance(value, (bool, np.bool_)):
         return None if value is None else bool(value)
     if isinstance(value, (int, np.integer)):
@@ -130,19 +156,25 @@ def encode(value, depth: int = 0):
     if isinstance(value, (float, np.floating)):
         return float(value)
     if isinstance(value, str):
+        budget.take(len(value))
         return str(value)
     if depth < _MAX_DEPTH:
+        if isinstance(value, (list, tuple, dict)):
+            budget.take(2 * len(value))  # each item at least a digit and a comma
         if isinstance(value, list):
-            return [encode(v, depth + 1) for v in value]
+            return [encode(v, depth + 1, budget) for v in value]
         if isinstance(value, tuple):
-            return {"tuple": [encode(v, depth + 1) for v in value]}
+            return {"tuple": [encode(v, depth + 1, budget) for v in value]}
         if isinstance(value, dict) and all(type(k) is str for k in dict.keys(value)):
-            return {"dict": [[k, encode(v, depth + 1)] for k, v in dict.items(value)]}
+            return {"dict": [[k, encode(v, depth + 1, budget)] for k, v in dict.items(value)]}
         if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-            return {"ndarray": encode(value.tolist(), depth + 1), "dtype": value.dtype.name}
+            budget.take(2 * value.size)
+            return {"ndarray": encode(value.tolist(), depth + 1, budget),
+                    "dtype": value.dtype.name}
         if isinstance(value, (Month, Plan)):
             plan = value.plan if isinstance(value, Month) else value
-            knobs = {f.name: encode(getattr(plan, f.name), depth + 1) for f in fields(Plan)}
+            knobs = {f.name: encode(getattr(plan, f.name), depth + 1, budget)
+                     for f in fields(Plan)}
             if isinstance(value, Month):
                 return {"month": knobs}
             return {"plan": knobs, "type": type(value).__name__}
@@ -451,7 +483,10 @@ def serve_check(channel: Channel, check: str, functions: dict[str, Callable],
                 last_raised = exc
                 reply = {"raised": {"type": type(exc).__name__, "message": str(exc)[:2_000]}}
             else:
-                reply = {"returned": encode(result)}
+                try:
+                    reply = {"returned": encode(result)}
+                except AnswerTooBig:
+                    reply = {"oversized": True}
             if hits:
                 reply = {"refused": hits[0]}
             try:

@@ -77,6 +77,7 @@ def serve(channel, shell) -> None:
     """Do what the grader asks until it says ``done`` or goes away."""
     from schedatrix import _refused
     from schedatrix.classroom.checking.boundary import (
+        AnswerTooBig,
         BoundaryError,
         decode,
         encode,
@@ -119,7 +120,10 @@ def serve(channel, shell) -> None:
             except BaseException as exc:  # SystemExit and KeyboardInterrupt are answers too
                 reply = {"raised": _raised(exc)}
             else:
-                reply = {"returned": encode(result)}
+                try:
+                    reply = {"returned": encode(result)}
+                except AnswerTooBig:  # refused before it is walked: said as a size
+                    reply = {"oversized": True}
             if _refused.HITS:
                 reply = {"refused": _refused.HITS[0]}
             try:

@@ -29,7 +29,7 @@ from ..checking.boundary import BoundaryError, Channel
 from ..checking.checker import Session, drive_check
 from ..checking.exercises import Check, Exercise
 from . import answer_free
-from .sandbox import Limits, Sandbox, end, over_memory
+from .sandbox import Limits, Sandbox, end, leftover_prefix, over_memory
 
 __all__ = ["Evaluation", "cell_where", "code_cells", "evaluate", "stopped"]
 
@@ -66,12 +66,21 @@ def _source(cell) -> str:
 
 
 def _skipped(cell) -> bool:
-    """Whether nbval skips a cell (its tag, or its comment marker)."""
-    tags = (cell.get("metadata") or {}).get("tags") or []
-    if "nbval-skip" in (tags if isinstance(tags, list) else [tags]):
-        return True
-    return any(line.strip().replace(" ", "").upper() == "#NBVAL_SKIP"
-               for line in _source(cell).splitlines())
+    """Whether nbval skips a cell: asked of nbval's own readers of its comment markers
+    (``# NBVAL_SKIP``, ``## NBVAL_SKIP``, ...) and tags, combined as nbval combines them
+    (tags last), so the evaluation runs exactly the cells the notebook's own run runs."""
+    import warnings
+
+    from nbval.plugin import find_comment_markers, find_metadata_tags
+
+    options: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, value in find_comment_markers(_source(cell)):
+            options[key] = value
+        for key, value in find_metadata_tags(cell.get("metadata") or {}):
+            options[key] = value
+    return bool(options.get("skip", False))
 
 
 def code_cells(nb, exercise: Exercise) -> list[tuple[int, str, Check | None, bool]]:
@@ -156,7 +165,7 @@ def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int
         deadline = time.monotonic() + limits.notebook_timeout_s
     package = answer_free.package_for(exercise)
     inside = sandbox.package_inside(package)
-    with tempfile.TemporaryDirectory(prefix="schedatrix-evaluate-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=leftover_prefix("evaluate")) as tmp:
         os.chmod(tmp, 0o711)
         work = Path(tmp) / "work"
         work.mkdir()

@@ -8,10 +8,11 @@ each sandboxed run (the evaluation, the nbval run) gets one bound for its whole 
   controller (:func:`cgroup_parent`): ``memory.max`` is the bound, ``memory.oom.group`` ends
   every process of the run together when it is reached, and the run starts inside it (a shell
   moves itself in, then execs the sandbox), so no process of it is ever outside;
-* otherwise a **watchdog** (:class:`Watchdog`): a thread of the grader that sums the resident
-  memory of the run's processes (the run's descendants, and every process of the run's own uid
-  where it has one) ten times a second and ends them all when the sum is over the bound. The
-  process cap (``RLIMIT_NPROC``, per uid) keeps the tree small enough to sum.
+* otherwise a **watchdog** (:class:`Watchdog`): a thread of the grader that sums the memory
+  of the run's processes (the run's descendants, and every process of the run's own uid where
+  it has one; each process's proportional share, PSS, so pages forked children share count
+  once, as a cgroup counts them) ten times a second and ends them all when the sum is over
+  the bound. The process cap (``RLIMIT_NPROC``, per uid) keeps the tree small enough to sum.
 
 :class:`Bound` is either; :func:`bound_for` picks. Either way a run that went over says so
 (:attr:`Bound.exceeded`) and the grade names the bound, not a crash.
@@ -149,9 +150,24 @@ def _stat(pid: int) -> tuple[int, int] | None:
         return None
 
 
+def _proportional(pid: int, resident: int) -> int:
+    """A process's proportional share of memory (PSS: a page shared by n processes counts
+    1/n in each, so forked children that share their parent's pages are not counted n
+    times over), or its resident memory where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resident
+
+
 def tree(root: int, uid: int | None = None) -> dict[int, int]:
-    """The processes of a run, pid -> resident bytes: ``root``, its descendants, and (with
-    ``uid``) every process of that uid, wherever it was reparented."""
+    """The processes of a run, pid -> memory (proportional, :func:`_proportional`): ``root``,
+    its descendants, and (with ``uid``) every process of that uid, wherever it was
+    reparented."""
     table: dict[int, tuple[int, int]] = {}
     owned: set[int] = set()
     for entry in os.scandir("/proc"):
@@ -176,11 +192,11 @@ def tree(root: int, uid: int | None = None) -> dict[int, int]:
             continue
         members.add(pid)
         todo += children.get(pid, [])
-    return {pid: table[pid][1] for pid in members}
+    return {pid: _proportional(pid, table[pid][1]) for pid in members}
 
 
 def resident_bytes(root: int, uid: int | None = None) -> int:
-    """The summed resident memory of a run's processes (shared pages count in each)."""
+    """The memory a run's processes hold together (each shared page once)."""
     return sum(tree(root, uid).values())
 
 

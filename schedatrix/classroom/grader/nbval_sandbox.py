@@ -28,7 +28,7 @@ from pathlib import Path
 from ..checking.boundary import BoundaryError, Channel
 from ..checking.exercises import Exercise
 from .evaluation import cell_where
-from .sandbox import Limits, Sandbox, end, over_memory
+from .sandbox import Limits, Sandbox, end, leftover_prefix, over_memory
 
 __all__ = ["Run", "run_nbval", "explain", "MAX_CONNECTIONS"]
 
@@ -123,7 +123,7 @@ def run_nbval(data: bytes, exercise: Exercise, sandbox: Sandbox, limits: Limits,
     run = Run()
     if deadline is None:
         deadline = time.monotonic() + limits.notebook_timeout_s
-    with tempfile.TemporaryDirectory(prefix="schedatrix-grade-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=leftover_prefix("grade")) as tmp:
         os.chmod(tmp, 0o711)
         work = Path(tmp) / "work"
         work.mkdir()

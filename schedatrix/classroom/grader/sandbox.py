@@ -31,6 +31,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import stat
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +47,7 @@ from ...errors import InputError
 from .memory_bound import Bound, bound_for
 
 __all__ = ["KINDS", "REAL", "Limits", "Sandbox", "Launch", "choose", "probe", "unreadable_for",
-           "package_dir", "end", "over_memory"]
+           "package_dir", "end", "end_all", "over_memory", "leftover_prefix", "sweep_leftovers"]
 
 KINDS = ("bubblewrap", "setuid", "none")
 #: The kinds that are sandboxes (``auto`` picks only these).
@@ -121,6 +123,7 @@ class Launch:
     pass_fds: tuple[int, ...]
     bound: Bound | None = None
     uid: int | None = None
+    own_fds: tuple[int, ...] = ()  # descriptors made for this run, closed once it started
 
     def start(self, stdout=subprocess.DEVNULL, stderr=None, text: bool = False
               ) -> subprocess.Popen:
@@ -136,6 +139,12 @@ class Launch:
             if self.bound is not None:
                 self.bound.close()
             raise
+        finally:
+            for fd in self.own_fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        with _LIVE_LOCK:
+            _LIVE.add(process)
         if self.bound is not None:
             def kill() -> None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -143,6 +152,56 @@ class Launch:
 
             self.bound.watch(process.pid, self.uid, kill)
         return process
+
+
+#: The sandboxed runs under way in this process (:func:`end_all` ends them at once).
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+#: The temporary folders a grader makes: ``schedatrix-<what>-<grader's pid>-...``.
+_LEFTOVER = re.compile(r"^schedatrix-(answer-free|evaluate|grade|probe)-(\d+)-")
+
+
+def leftover_prefix(what: str) -> str:
+    """The prefix of a temporary folder this grader makes (its process id in it, so a later
+    grader can tell a dead one's leftovers: :func:`sweep_leftovers`)."""
+    return f"schedatrix-{what}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_leftovers(folder: str | None = None) -> list[Path]:
+    """Remove the temporary folders of graders that are gone (one killed outright leaves its
+    answer-free copies and run folders: nothing of it ran to remove them); return them."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _LEFTOVER.match(entry.name)
+        if match and int(match.group(2)) != os.getpid() and not _alive(int(match.group(2))):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def end_all() -> None:
+    """End every sandboxed run of this process now (the grader is told to stop): each one's
+    waits then end at once, and its folders are removed as it unwinds."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for process in live:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def end(process: subprocess.Popen, grace_s: float = 0.0, bound: Bound | None = None) -> int:
@@ -156,6 +215,8 @@ def end(process: subprocess.Popen, grace_s: float = 0.0, bound: Bound | None = N
     with contextlib.suppress(ProcessLookupError):
         process.kill()
     code = process.wait()
+    with _LIVE_LOCK:
+        _LIVE.discard(process)
     if bound is not None:
         bound.close()
     return code
@@ -165,6 +226,20 @@ def over_memory(limits: Limits) -> str:
     """How a failure says a run went over its memory bound."""
     return (f"its processes went over {limits.memory_mb} MiB together (the memory one "
             "notebook may hold, all its processes): ended")
+
+
+def _options_fd(options: list[str]) -> int:
+    """A readable descriptor holding ``options`` NUL-separated (bwrap's ``--args``)."""
+    data = b"".join(o.encode() + b"\0" for o in options)
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("bwrap-args", 0)
+    else:  # pragma: no cover - Linux has memfd_create
+        handle = tempfile.TemporaryFile()
+        fd = os.dup(handle.fileno())
+        handle.close()
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _ancestors(path: Path) -> list[str]:
@@ -391,10 +466,14 @@ class Sandbox:
             argv += ["--unshare-user"]
         env_args = ["--clearenv"] + [a for k, v in env.items() for a in ("--setenv", k, v)]
         argv[1:1] = env_args
-        argv += list(inner)
-        return Launch(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, "/",
-                      tuple(dict.fromkeys((*files.values(), *pass_fds))),
-                      bound_for(limits.memory_mb, limits.memory_bound), uid)
+        # bwrap's options (the host folders it mounts, the grader's temporary paths) reach it
+        # through a file descriptor, not its command line: inside, /proc/1/cmdline is bwrap's,
+        # and shows only "bwrap --args N" and the command
+        options = _options_fd(argv[1:])
+        argv = [argv[0], "--args", str(options), *inner]
+        return Launch(argv, {"PATH": "/usr/bin:/bin"}, "/",
+                      tuple(dict.fromkeys((*files.values(), *pass_fds, options))),
+                      bound_for(limits.memory_mb, limits.memory_bound), uid, (options,))
 
     def clean_up(self, slot: int) -> None:
         """Kill every process left under the run's own uid (a process that left the run's
@@ -421,7 +500,7 @@ class Sandbox:
 
 def _probe_once(sandbox: Sandbox, timeout_s: float) -> str:
     kind = sandbox.kind
-    with tempfile.TemporaryDirectory(prefix="schedatrix-probe-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=leftover_prefix("probe")) as tmp:
         work = Path(tmp) / "work"
         work.mkdir()
         data = Path(tmp) / "data"
