@@ -903,7 +903,8 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeyp
     for name in ("alice", "carol"):
         (tmp_path / name).mkdir()
         shutil.copy(subs / name / "01_score.ipynb", tmp_path / name / "01_score.ipynb")
-    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)   # as the class's
+    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180,  # as the class's
+                    memory_mb=MEMORY_MB, address_space_mb=2048)
     from schedatrix.serving.sweeps import ray_start
 
     try:   # as the grader starts it (a slow local start tried twice), with two workers
@@ -913,7 +914,7 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeyp
         pytest.skip(f"Ray could not start a local cluster here: {exc}")
     try:
         on_ray = grade_folder(tmp_path, engine="ray", sandbox=sandbox.kind, limits=limits,
-                              solutions=SOLUTIONS)
+                              solutions=SOLUTIONS, seed=_grade(graded, "alice").seed)
     finally:
         ray.shutdown()
     assert [(g.student, g.passed) for g in on_ray] == [("alice", True), ("carol", False)]

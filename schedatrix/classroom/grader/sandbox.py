@@ -19,8 +19,9 @@ When neither runs here ``auto`` stops and says why (:func:`choose`). ``none`` (a
 temporary folder and the limits, nothing more) runs only when asked for by name, and the grade
 table says so on every row.
 
-Every kind applies the limits (:class:`Limits`): time per cell and per notebook, address
-space per process, file size, processes (per uid, so only where the run has a uid of its own
+Every kind applies the limits (:class:`Limits`): time per cell and per notebook, one memory
+bound for the run's processes together (:mod:`.memory_bound`), address space per process,
+file size, processes (per uid, so only where the run has a uid of its own
 or the grader is a normal user). Where a run has a uid of its own, every process left under
 that uid is killed when the run ends (:meth:`Sandbox.clean_up`), so nothing outlives it.
 """
