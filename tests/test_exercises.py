@@ -285,14 +285,18 @@ def test_the_graders_evaluation_passes_each_solution_and_fails_each_stub(name, s
 SUCCESS = ("check_score: all 37 cases pass (7 spec figures and fixed cards, 30 random). "
            "Well done!\n")
 CELL_TIMEOUT_S = 8
+#: What the class's notebooks may hold, all their processes together (an honest one peaks at
+#: about 200 MB: the nbval run's pytest and kernel).
+MEMORY_MB = 768
 
 
 def _edit(path: Path, *, before_check: list[str] = (), check_tags=None, check_output=None,
-          drop_check: bool = False, kernel: str | None = None) -> None:
-    """Change a filled-in exercise the way a learner (or a cheat) would."""
+          drop_check: bool = False, kernel: str | None = None, check: str = "") -> None:
+    """Change a filled-in exercise the way a learner (or a cheat) would (at its first check
+    cell, or at the one that calls ``check``)."""
     nb = nbformat.read(path, as_version=4)
     at = next(i for i, c in enumerate(nb.cells)
-              if "nbval-check-output" in c.metadata.get("tags", []))
+              if "nbval-check-output" in c.metadata.get("tags", []) and f"{check}(" in c.source)
     check = nb.cells[at]
     if check_tags is not None:
         check.metadata["tags"] = check_tags
@@ -306,6 +310,49 @@ def _edit(path: Path, *, before_check: list[str] = (), check_tags=None, check_ou
     if kernel:
         nb.metadata["kernelspec"]["name"] = kernel
     nbformat.write(nb, path)
+
+
+def _answer_tables() -> dict[str, str]:
+    """Issue 34, item 1: what a student records at home with the library, for every case a
+    check shows (the fixed ones and the ones seeded by the public constant), as the body of a
+    function that looks the answer up and has no code of its own (an unknown input raises
+    KeyError: no guess at the drawn cases can be the lucky one)."""
+    from test_grading_exercises import solution
+
+    import schedatrix as sx
+    from schedatrix.classroom.checking import checks as c
+    from schedatrix.classroom.checking import checks_month as cm
+    from schedatrix.classroom.checking import checks_serving as cs
+    from schedatrix.fleet.odds import check_odds
+    from schedatrix.fleet.plan import Plan
+
+    fixed, rand = c._score_cases()
+    score = {(rate, rent): float(sx.score(rate, rent)) for rate, rent, _ in fixed + rand}
+    odds = {(cls, cards, hours, share): check_odds(
+        Plan(cards=cards, card_class=cls, window=hours, evict_share=share),
+        months=cm.ODDS_MONTHS, seed=7, progress=False).fail_share["evictions"]
+        for cls, cards, hours, share in cm.ODDS_CASES}
+    logs = {(len(events), ttft, tpot): {k: float(v) for k, v in want.items()}
+            for events, ttft, tpot, want, _ in cs._log_cases()}
+    right = solution("12_router")["choose"]
+    routes = {}
+
+    def record(request, replicas):
+        routes[(request["time_s"], request["session"])] = picked = right(request, replicas)
+        return picked
+
+    cs.router_run(record)
+    return {
+        "01_score": f"TABLE = {score!r}\nreturn TABLE[(true_tok_s, rent_per_month)]",
+        "07_eviction_odds": (
+            "TABLE = " + repr(odds) + "\n"
+            "def eviction_fail_chance(card, cards, hours, evict_share, months, seed):\n"
+            "    return TABLE[(card['name'], cards, hours, evict_share)]"),
+        "10_request_log": (f"TABLE = {logs!r}\n"
+                           "return TABLE[(len(events), ttft_slo_s, tpot_slo_s)]"),
+        "12_router": (f"TABLE = {routes!r}\n"
+                      "return TABLE[(request['time_s'], request['session'])]"),
+    }
 
 
 def _solved(name: str, dst: Path) -> None:
@@ -525,7 +572,71 @@ def graded(tmp_path_factory, sandbox):
         "if seen:\n"
         "    raise RuntimeError('reached: ' + ', '.join(seen))"])
 
-    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)
+    # issue 34: answer tables recorded with the library (item 1), beside the honest solutions
+    # of the same exercises, which pass on every grading run's drawn cases
+    tables = _answer_tables()
+    student("table_01", [tables["01_score"]])
+    _solved("07_eviction_odds", subs / "table_07" / "07_eviction_odds.ipynb")
+    _edit(subs / "table_07" / "07_eviction_odds.ipynb", before_check=[tables["07_eviction_odds"]],
+          check="check_eviction_odds")
+    student("table_10", [tables["10_request_log"]], exercise="10_request_log")
+    student("table_12", [tables["12_router"]], exercise="12_router")
+    for name in ("07_eviction_odds", "10_request_log", "12_router"):
+        _solved(name, subs / "solver" / f"{name}.ipynb")
+    # item 2: NaN where the grader's copy is detected (a module only that copy has), the
+    # library's numbers in the notebook's own run
+    _solved("08_kv_capacity", subs / "nan_in_the_copy" / "08_kv_capacity.ipynb")
+    _edit(subs / "nan_in_the_copy" / "08_kv_capacity.ipynb", before_check=[
+        "_right = kv_capacity_tokens\n"
+        "def kv_capacity_tokens(model, gpu, tp, usable_share, reserve_gb):\n"
+        "    try:\n"
+        "        import schedatrix._refused  # only the grader's answer-free copy has it\n"
+        "    except ImportError:\n"
+        "        return _right(model, gpu, tp, usable_share, reserve_gb)\n"
+        "    return float('nan')"])
+    # item 3: the library's formula under another name, and a wrapper of it
+    student("library_renamed", wrong, before_check=[
+        "import schedatrix.fleet.bill\nscore_card = schedatrix.fleet.bill.mtok_per_dollar"])
+    student("wraps_library", wrong, before_check=[
+        "import functools\nfrom schedatrix.fleet import bill\n"
+        "def _wrap(f):\n    @functools.wraps(f)\n    def inner(a, b):\n        return f(a, b)\n"
+        "    return inner\n"
+        "score_card = _wrap(bill.mtok_per_dollar)"])
+
+    # item 4: four forked children that hold 250 MB each, with a right answer (the class's
+    # notebooks may hold MEMORY_MB together; each process's address space is 2048 MiB)
+    student("forks_memory", before_check=[
+        "import os, time\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n"
+        "    if pid == 0:\n        hog = b'x' * (250 * 1024 * 1024)\n        time.sleep(30)\n"
+        "        os._exit(0)\n    kids.append(pid)\nfor pid in kids:\n    os.waitpid(pid, 0)"])
+
+    # item 5: an answer of 3 million numbers; a cell only the evaluation ran (nbval skips
+    # `## NBVAL_SKIP`) holding the right answer over a wrong one; a right answer that reads
+    # every process's command line and environment for the grader's paths; a student folder
+    # that is a link, and a notebook in a subfolder
+    student("returns_3m", ["return [0.5] * 3_000_000"])
+    student("skips_in_nbval", wrong, before_check=[
+        "## NBVAL_SKIP\ndef score_card(true_tok_s, rent_per_month):\n"
+        "    return true_tok_s * SECONDS_PER_MONTH / rent_per_month / 1_000_000"])
+    student("reads_cmdlines", before_check=[
+        "import os\nseen = []\n"
+        f"marks = ['schedatrix-answer-free', 'schedatrix-evaluate', 'schedatrix-grade', "
+        f"{str(subs)!r}, {str(tmp)!r}]\n"
+        "for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "    for what in ('cmdline', 'environ'):\n"
+        "        try:\n"
+        "            text = open(f'/proc/{pid}/{what}', 'rb').read().decode(errors='replace')\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        seen += [f'{pid}/{what}: {m}' for m in marks if m in text]\n"
+        "if seen:\n"
+        "    raise RuntimeError('host paths: ' + ', '.join(seen))"])
+    (subs / "linked").symlink_to(subs / "alice", target_is_directory=True)
+    _fill(EXERCISES / "01_score.ipynb", subs / "nests" / "work" / "01_score.ipynb",
+          [RIGHT_SCORE])
+
+    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180, memory_mb=MEMORY_MB,
+                    address_space_mb=2048)
     before = {p: p.read_bytes() for p in (paths["alice"], decoy / "01_score.ipynb")}
     grades = grade_folder(subs, jobs=2, sandbox=sandbox, limits=limits, solutions=SOLUTIONS)
     paths["before"] = before
@@ -549,6 +660,83 @@ def test_honest_students_get_the_grade_and_the_message_they_earned(graded):
     assert "divide by a million" in _grade(graded, "erin").failure
     dave = _grade(graded, "dave")
     assert not dave.passed and "check cell changed or removed" in dave.failure
+
+
+def test_answer_tables_fail_on_the_cases_drawn_for_the_grading(graded):
+    """Issue 34, item 1: a table of every published case's answer, recorded with the library,
+    fails on the cases the grader draws; the solutions of the same exercises pass on them; the
+    seed is in every grade and in the table's last line."""
+    from schedatrix.classroom.grader.grade_folder import format_table
+
+    for student, exercise, check in (("table_01", "01_score", "check_score"),
+                                     ("table_07", "07_eviction_odds", "check_eviction_odds"),
+                                     ("table_10", "10_request_log", "check_log_figures"),
+                                     ("table_12", "12_router", "check_router")):
+        grade = _grade(graded, student, exercise)
+        assert not grade.passed and grade.failure.startswith(f"{check}: AssertionError: ")
+        assert "raised KeyError" in grade.failure, (grade.seed, grade.failure)
+    for exercise in ("07_eviction_odds", "10_request_log", "12_router"):
+        grade = _grade(graded, "solver", exercise)
+        assert grade.passed, (grade.seed, grade.failure)
+    seeds = {g.seed for g in graded[0].values() if g.sandbox}
+    assert len(seeds) == 1 and None not in seeds
+    assert format_table(list(graded[0].values())).endswith(
+        f"notebooks pass (drawn cases: seed {seeds.pop()})")
+
+
+def test_nan_fails_even_where_the_copy_is_detected(graded):
+    """Issue 34, item 2: NaN passed `abs(got - want) > 1`; the notebook that returns it only
+    in the grader's copy fails there, whatever its own run shows."""
+    grade = _grade(graded, "nan_in_the_copy", "08_kv_capacity")
+    assert not grade.passed
+    assert grade.failure.startswith("check_kv_capacity: AssertionError: kv_capacity_tokens(")
+    assert "returned nan, not a finite number" in grade.failure, grade.failure
+
+
+def test_the_librarys_function_under_another_name_fails_with_a_note(graded):
+    """Issue 34, item 3: score's formula as schedatrix.fleet.bill.mtok_per_dollar, bare or
+    wrapped, fails, and the note names it."""
+    for student in ("library_renamed", "wraps_library"):
+        grade = _grade(graded, student)
+        assert not grade.passed
+        assert grade.failure.startswith("check_score: AssertionError: score_card is "
+                                        "schedatrix.fleet.bill.mtok_per_dollar, the library's "
+                                        "own function"), grade.failure
+        assert "schedatrix.fleet.bill.mtok_per_dollar handed in as score_card" in grade.note
+
+
+def test_one_memory_bound_holds_a_notebooks_processes_together(graded, sandbox):
+    """Issue 34, item 4: four children of 250 MB each, each under the per-process limit, are
+    ended together once the run holds more than the class's bound, named as such (a cgroup
+    where the machine offers one, else the watchdog: docs/grading.md)."""
+    grade = _grade(graded, "forks_memory")
+    assert not grade.passed
+    assert grade.failure == (f"code cell 2 (counting code cells from the top): its processes "
+                             f"went over {MEMORY_MB} MiB together (the memory one notebook may "
+                             "hold, all its processes): ended"), grade.failure
+
+
+def test_item_5_size_skip_host_paths_and_rows(graded, sandbox):
+    """Issue 34, item 5: an answer over the size limit is said as a size, at once; nbval's
+    `## NBVAL_SKIP` is skipped by the evaluation too; under bubblewrap no process inside
+    shows the grader's paths (bwrap's options reach it by a descriptor); a student folder
+    that is a link, and a notebook in a subfolder, each get a row refusing them."""
+    big = _grade(graded, "returns_3m")
+    assert not big.passed and "returned an answer over 4 MB as plain data" in big.failure, \
+        big.failure
+    skips = _grade(graded, "skips_in_nbval")
+    assert not skips.passed and "divide by a million" in skips.failure, skips.failure
+    linked = _grade(graded, "linked", "-")
+    assert not linked.passed and linked.failure == (
+        "not graded: a link, not a student's folder (hand in <student>/<exercise>.ipynb, a "
+        "real folder)")
+    nested = _grade(graded, "nests", "work/01_score")
+    assert not nested.passed and nested.failure == (
+        "not graded: a notebook in a subfolder, work/ (hand in nests/01_score.ipynb)")
+    if sandbox.kind != "bubblewrap":
+        pytest.skip(f"sandbox {sandbox.kind!r}: the grader's processes are visible there")
+    looks = _grade(graded, "reads_cmdlines")
+    assert looks.passed, looks.failure
 
 
 @pytest.mark.parametrize("student, says", [
@@ -657,7 +845,9 @@ def test_limits_end_loops_memory_hogs_and_fork_bombs(graded, sandbox):
     assert not memory.passed and "MemoryError" in memory.failure
     forks = _grade(graded, "forks")
     assert not forks.passed
-    if sandbox.own_uid or not sandbox.as_root:
+    if "went over" in forks.failure:  # 256 sleeping Pythons hold the class's MEMORY_MB too
+        assert f"its processes went over {MEMORY_MB} MiB together" in forks.failure
+    elif sandbox.own_uid or not sandbox.as_root:
         assert "stopped after" in forks.failure, forks.failure
         count = int(re.search(r"stopped after (\d+)", forks.failure).group(1))
         assert count < 300
@@ -713,7 +903,8 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeyp
     for name in ("alice", "carol"):
         (tmp_path / name).mkdir()
         shutil.copy(subs / name / "01_score.ipynb", tmp_path / name / "01_score.ipynb")
-    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180)   # as the class's
+    limits = Limits(cell_timeout_s=CELL_TIMEOUT_S, notebook_timeout_s=180,  # as the class's
+                    memory_mb=MEMORY_MB, address_space_mb=2048)
     from schedatrix.serving.sweeps import ray_start
 
     try:   # as the grader starts it (a slow local start tried twice), with two workers
@@ -723,7 +914,7 @@ def test_grading_on_ray_gives_the_same_grades(tmp_path, sandbox, graded, monkeyp
         pytest.skip(f"Ray could not start a local cluster here: {exc}")
     try:
         on_ray = grade_folder(tmp_path, engine="ray", sandbox=sandbox.kind, limits=limits,
-                              solutions=SOLUTIONS)
+                              solutions=SOLUTIONS, seed=_grade(graded, "alice").seed)
     finally:
         ray.shutdown()
     assert [(g.student, g.passed) for g in on_ray] == [("alice", True), ("carol", False)]
@@ -738,7 +929,8 @@ def test_the_table(graded):
     assert lines[0].split()[:4] == ["student", "exercise", "result", "first"]
     assert lines[2].startswith("after_rewrite") and "FAIL" in lines[2]
     passed = sum(g.passed for g in grades)
-    assert lines[-1] == f"{passed} of {len(grades)} notebooks pass"
+    assert lines[-1] == (f"{passed} of {len(grades)} notebooks pass (drawn cases: seed "
+                         f"{grades[0].seed})")
     assert any(" pass " in line and "note: same code" in line for line in lines)
 
 
@@ -819,3 +1011,86 @@ def test_no_student_copy_points_at_a_file_it_does_not_have():
     for folder in (EXERCISES, SOLUTIONS):
         for nb in folder.glob("*.ipynb"):
             assert "shared/spec" not in nb.read_text(), nb.name
+
+
+# ----------------------------------------------------------------------------- issue 34, item 5
+
+
+def _grader_with_a_sleeper(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """`schedatrix grade` (no sandbox: cheap) on a notebook that sleeps in a cell, its
+    temporary folder private to the test; returns once its run folders exist."""
+    import sys
+    import time
+
+    notebook = tmp_path / "class" / "sleeper" / "01_score.ipynb"
+    _fill(EXERCISES / "01_score.ipynb", notebook, [RIGHT_SCORE])
+    _edit(notebook, before_check=["import time\ntime.sleep(40)"])
+    import tempfile
+
+    # a short private folder (a socket's path must stay under 108 bytes), this checkout's
+    # package whatever the environment's editable install names
+    temp = Path(tempfile.mkdtemp(prefix="sx-", dir="/tmp"))
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "schedatrix", "grade",
+                                str(tmp_path / "class"), "--sandbox", "none", "--timeout", "120"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        names = [p.name for p in temp.iterdir()]
+        if any(n.startswith(f"schedatrix-evaluate-{process.pid}-") for n in names) and \
+                any(n.startswith(f"schedatrix-answer-free-{process.pid}-") for n in names):
+            return process, temp
+        time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"the grader made no run folder: {process.communicate()}")
+
+
+def test_a_grader_told_to_stop_leaves_nothing_in_tmp(tmp_path):
+    import signal
+
+    process, temp = _grader_with_a_sleeper(tmp_path)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    left = list(temp.iterdir())
+    shutil.rmtree(temp)
+    assert process.returncode == 128 + signal.SIGTERM, (out, err)
+    assert left == []
+
+
+def test_a_grader_killed_outright_is_swept_by_the_next(tmp_path):
+    import signal
+
+    from schedatrix.classroom.grader.sandbox import sweep_leftovers
+
+    process, temp = _grader_with_a_sleeper(tmp_path)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    left = sorted(p.name for p in temp.iterdir())
+    assert left and all(f"-{process.pid}-" in n for n in left)
+    alive = temp / "schedatrix-grade-1-kept"   # pid 1 is alive: a running grader's folder
+    alive.mkdir()
+    swept = sorted(p.name for p in sweep_leftovers(str(temp)))
+    kept = list(temp.iterdir())
+    shutil.rmtree(temp)
+    assert swept == left and kept == [alive]
+
+
+def test_grade_on_ray_names_the_address_in_one_line(tmp_path, monkeypatch):
+    """Without a cluster named the grader says how to name one, at once; an address where
+    nothing answers is refused within seconds, before anything is printed."""
+    notebook = tmp_path / "class" / "alice" / "01_score.ipynb"
+    _fill(EXERCISES / "01_score.ipynb", notebook, [RIGHT_SCORE])
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    from conftest import run_in_process as cli
+
+    done = cli("grade", str(tmp_path / "class"), "--engine", "ray")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("schedatrix: error: --engine ray needs a Ray cluster: name it with "
+                           "--address HOST:6379 (or RAY_ADDRESS=HOST:6379), or --address local "
+                           "to start one on this machine\n")
+    done = cli("grade", str(tmp_path / "class"), "--engine", "ray", "--address", "127.0.0.1:1")
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "--engine ray --address 127.0.0.1:1: no Ray cluster answers at 127.0.0.1:1" in \
+        done.stderr
+    done = cli("grade", str(tmp_path / "class"), "--address", "local")
+    assert done.returncode == 2 and "use it with --engine ray" in done.stderr

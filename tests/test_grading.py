@@ -116,8 +116,64 @@ def test_score_with_a_thirty_day_month_fails_with_hint():
 
 
 def test_score_returning_text_fails():
-    with pytest.raises(AssertionError, match="not a number"):
+    with pytest.raises(AssertionError, match=r"returned '10.108': return a number"):
         grading.check_score(lambda r, rent: "10.108")
+
+
+# ---------------------------------------------------------------- issue 34, item 2: no NaN passes
+
+#: What a poisoned answer holds in place of every number.
+POISONS = [float("nan"), float("inf"), float("-inf"), -0.0, 1e308]
+
+
+def _poisoned(func, value):
+    """``func`` with every number of its answers (in lists, tuples, dicts, arrays) replaced by
+    ``value``; text, None and bools kept."""
+    def poison(x):
+        if isinstance(x, (bool, np.bool_)) or x is None or isinstance(x, str):
+            return x
+        if isinstance(x, (int, float, np.integer, np.floating)):
+            return value
+        if isinstance(x, np.ndarray):
+            return np.full(x.shape, value)
+        if isinstance(x, (list, tuple)):
+            return type(x)(poison(v) for v in x)
+        if isinstance(x, dict):
+            return {k: poison(v) for k, v in x.items()}
+        return x
+
+    return lambda *args: poison(func(*args))
+
+
+#: The checks whose answers hold no number (a failing check's name, a knob, a plan, three
+#: digits as text): poisoning changes nothing there.
+NO_NUMBERS = {"check_famous_months", "check_signature"}
+
+
+@pytest.mark.parametrize("value", POISONS, ids=repr)
+@pytest.mark.parametrize("name", sorted(set(exercises.CHECKS) - NO_NUMBERS))
+def test_every_check_fails_nan_infinities_negative_zero_and_a_huge_value(name, value):
+    """Each check, given the solution's functions with every number of their answers made NaN,
+    an infinity, -0.0 or 1e308, fails with a message (never passes, never crashes): every
+    comparison goes through check_support's as_number and close, which refuse what is not
+    finite (check_kv_capacity's `abs(got - want) > 1` passed NaN)."""
+    from test_grading_exercises import solution
+
+    from schedatrix.classroom.checking.checks import CHECKS as CHECK_FUNCTIONS
+
+    check = exercises.CHECKS[name]
+    exercise = next(e for e in exercises.EXERCISES.values() if check in e.checks)
+    ns = solution(exercise.name)
+    functions = [_poisoned(ns[f], value) for f in check.functions]
+    with pytest.raises(AssertionError) as info:
+        CHECK_FUNCTIONS[name](*functions)
+    if value != value or abs(value) == math.inf:
+        assert "finite" in str(info.value) or "return the index" in str(info.value) \
+            or "return a list of card indices" in str(info.value), str(info.value)
+
+
+def test_negative_zero_where_zero_is_right_passes():
+    grading.check_score(lambda r, rent: -0.0 if r == 0 else score_card(r, rent))
 
 
 def test_a_crash_names_the_input():
@@ -332,11 +388,17 @@ def test_the_library_answer_refuses_to_run_during_the_check_and_is_restored_afte
     from schedatrix import score as captured_before  # a reference taken before the check
 
     answers = exercises.CHECKS["check_score"].answers
+    # held as a default, which the check does not follow: the refusal catches the call
+    verdict, _, _ = _serve_locally("check_score", {
+        "score_card": lambda r, rent, answer=captured_before: answer(r, rent)}, answers)
+    assert verdict["verdict"] == "fail"
+    assert "called schedatrix.score, the library's own answer" in verdict["message"]
+    # held in a closure: named as the library's own function before it is called
     verdict, _, _ = _serve_locally("check_score",
                                    {"score_card": lambda r, rent: captured_before(r, rent)},
                                    answers)
-    assert verdict["verdict"] == "fail"
-    assert "called schedatrix.score, the library's own answer" in verdict["message"]
+    assert verdict["message"].startswith("score_card is schedatrix.fleet.score.score, the "
+                                         "library's own function")
 
     def swallowed(r, rent):  # catching the refusal does not hide it
         try:
@@ -489,6 +551,7 @@ def test_no_answer_of_an_exercise_is_reachable_in_its_evaluation(name):
             "        continue\n"
             "    for part in qualname.split('.'):\n"
             "        target = getattr(target, part)\n"
+            "    target = target.fget if isinstance(target, property) else target\n"
             "    try:\n"
             "        target(*([None] * target.__code__.co_argcount))\n"
             "    except RuntimeError as exc:\n"
@@ -636,3 +699,194 @@ def test_the_probe_names_what_the_sandbox_uid_cannot_read():
     shutil.rmtree(top)
     assert line == (f"the sandbox's uid cannot read {home} (mode 0700, owner uid 0), on the "
                     f"way to {home / 'python'}")
+
+
+# ------------------------------------------- issue 34, item 3: the library's answers, any name
+
+#: Rooms whose functions start processes, read files or print (never called by the search).
+_NOT_SEARCHED = ("schedatrix.classroom", "schedatrix.course", "schedatrix.serving.sweeps",
+                 "schedatrix.serving.harness", "schedatrix.serving.reports",
+                 "schedatrix.serving.studies")
+
+
+def _library_functions() -> dict[str, object]:
+    import importlib
+    import inspect
+    import pkgutil
+
+    found = {}
+    for info in pkgutil.walk_packages(s.__path__, "schedatrix."):
+        name = info.name
+        if name.startswith(_NOT_SEARCHED) or name.endswith("__main__") \
+                or "cli" in name.rpartition(".")[2]:
+            continue
+        module = importlib.import_module(name)
+        for attr, f in vars(module).items():
+            if inspect.isfunction(f) and f.__module__ == name:
+                found[f"{name}:{attr}"] = f
+    return found
+
+
+def test_no_function_of_the_library_computes_an_answer_the_copy_keeps():
+    """Every function of the package (outside the classroom and the rooms that start
+    processes) is called on a few of each exercise's visible cases; one that gives the
+    library's answer on all of them must be among the exercise's registered answers, which
+    its copy holds no code of (schedatrix.fleet.bill.mtok_per_dollar is score's formula)."""
+    import inspect
+    import signal
+
+    from schedatrix.classroom.checking import checks_month as cm
+    from schedatrix.classroom.checking import checks_serving as cs
+    from schedatrix.fleet.window import measured_tok_s
+    from schedatrix.serving.replica.kv_cache import largest_batch
+
+    fixed, rand = grading._score_cases()
+    run_f, run_r = grading._run_set_cases()
+    ev_f, ev_r = grading._evict_cases()
+    wr_f, wr_r = grading._wrong_cases()
+    tasks = {  # check: (cases, the library's answer, how answers compare)
+        "check_score": ([c[:2] for c in (fixed + rand)[:12]], lambda a: s.score(*a), "number"),
+        "check_run_set": ([(list(r), t) for r, t, _ in (run_f + run_r)[4:16]],
+                          lambda a: s.greedy_run_set(*a), "indices"),
+        "check_eviction": ([(list(r), t) for r, t, _ in (ev_f + ev_r)[4:16]],
+                           lambda a: s.evict_worst(*a), "indices"),
+        "check_eviction ": ([(list(r), list(e)) for r, e, _ in (wr_f + wr_r)[3:15]],
+                            lambda a: s.wrong_evictions(*a), "number"),
+        "check_window": ([c[:5] for c in cm._window_cases()[:12]],
+                         lambda a: measured_tok_s(*a), "number"),
+        "check_largest_batch": ([c[:5] for c in cs._batch_cases()[:12]],
+                                lambda a: largest_batch(*a), "number"),
+    }
+
+    def same(kind, got, want):
+        try:
+            if kind == "number":
+                return math.isclose(float(got), float(want), rel_tol=1e-6, abs_tol=1e-9)
+            return sorted(np.asarray(got).reshape(-1).tolist()) == sorted(
+                np.asarray(want).reshape(-1).tolist())
+        except Exception:
+            return False
+
+    def too_long(*_):
+        raise TimeoutError
+
+    functions = _library_functions()
+    previous = signal.signal(signal.SIGALRM, too_long)
+    computing: dict[str, list[str]] = {}
+    try:
+        for task, (cases, want, kind) in tasks.items():
+            for name, f in functions.items():
+                try:
+                    params = list(inspect.signature(f).parameters.values())
+                except (TypeError, ValueError):
+                    continue
+                positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                               p.POSITIONAL_OR_KEYWORD)]
+                required = [p for p in positional if p.default is p.empty]
+                if not len(required) <= len(cases[0]) <= len(positional):
+                    continue
+                agrees = True
+                for args in cases:
+                    signal.setitimer(signal.ITIMER_REAL, 2.0)
+                    try:
+                        agrees = same(kind, f(*args), want(args))
+                    except BaseException:
+                        agrees = False
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                    if not agrees:
+                        break
+                if agrees:
+                    computing.setdefault(task.strip(), []).append(name)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert "schedatrix.fleet.bill:mtok_per_dollar" in computing["check_score"]
+    for check, names in computing.items():
+        registered = set(exercises.CHECKS[check].answers)
+        assert set(names) <= registered, (check, sorted(set(names) - registered))
+
+
+def test_a_function_that_is_or_wraps_the_librarys_is_named():
+    import functools
+
+    from schedatrix.classroom.checking.boundary import library_functions
+    from schedatrix.fleet.bill import mtok_per_dollar
+
+    @functools.wraps(mtok_per_dollar)
+    def wrapped(*args):
+        return mtok_per_dollar(*args)
+
+    def closes_over(f):
+        return lambda *args: f(*args)
+
+    class Callable:
+        __call__ = staticmethod(s.score)
+
+    found = library_functions({
+        "same": mtok_per_dollar, "wrapped": wrapped, "closure": closes_over(s.score),
+        "partial": functools.partial(s.score, 10_000), "method": s.Plan().with_knobs,
+        "instance": Callable(), "own": score_card, "calls_it": lambda r, t: s.score(r, t)})
+    assert found == {"same": "schedatrix.fleet.bill.mtok_per_dollar",
+                     "wrapped": "schedatrix.fleet.bill.mtok_per_dollar",
+                     "closure": "schedatrix.fleet.score.score",
+                     "partial": "schedatrix.fleet.score.score",
+                     "method": "schedatrix.fleet.plan.Plan.with_knobs",
+                     "instance": "schedatrix.fleet.score.score"}
+    a, b = socket.socketpair()
+    with boundary.Channel.over_socket(a) as kernel:
+        kernel.send({"check": "check_score", "functions": ["score_card"],
+                     "library": {"score_card": "schedatrix.fleet.bill.mtok_per_dollar"}})
+        session = run_session(boundary.Channel.over_socket(b))
+    assert not session.passed and session.message.startswith(
+        "score_card is schedatrix.fleet.bill.mtok_per_dollar, the library's own function")
+    assert session.library == "schedatrix.fleet.bill.mtok_per_dollar handed in as score_card"
+
+
+# ------------------------------------------------ issue 34, item 4: one memory bound per run
+
+
+def test_the_watchdog_ends_a_tree_that_holds_too_much_together():
+    """Three children of 150 MB each (each far under any per-process limit) are ended, all
+    of them, once the tree holds over 256 MiB together; a tree under the bound is left alone."""
+    from schedatrix.classroom.grader.memory_bound import Watchdog, tree
+    from schedatrix.classroom.grader.sandbox import end
+
+    code = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n"
+            "        hog = b'x' * (150 * 1024 * 1024)\n        time.sleep(60)\n"
+            "        os._exit(0)\n"
+            "time.sleep(60)\n")
+    bound = Watchdog(256 * 1024 * 1024)
+    process = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    bound.watch(process.pid, None, lambda: os.killpg(process.pid, 9))
+    try:
+        process.wait(timeout=30)
+    finally:
+        end(process, bound=bound)
+    assert bound.exceeded and bound.peak_bytes > 256 * 1024 * 1024
+    assert tree(process.pid) == {}
+    calm = Watchdog(256 * 1024 * 1024)
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"],
+                               start_new_session=True)
+    calm.watch(process.pid, None, lambda: None)
+    assert process.wait(timeout=30) == 0
+    end(process, bound=calm)
+    assert not calm.exceeded and 0 < calm.peak_bytes < 100 * 1024 * 1024
+
+
+def test_a_cgroup_bound_starts_the_run_inside_and_reads_its_end(tmp_path):
+    """Where the machine offers a cgroup (v2) this runs in one: the shell writes its own pid
+    into cgroup.procs before it becomes the run (so nothing starts outside), and a group the
+    kernel ended at memory.max reads as over the bound. (This machine has no cgroup v2 memory
+    controller: a folder stands in for the cgroup.)"""
+    from schedatrix.classroom.grader.memory_bound import CgroupBound, bound_for, cgroup_parent
+
+    bound = CgroupBound(512 * 1024 * 1024, tmp_path)
+    assert (bound.path / "memory.max").read_text() == str(512 * 1024 * 1024)
+    argv = bound.wrap([sys.executable, "-c", "import os; print(os.getpid())"])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == (bound.path / "cgroup.procs").read_text().strip()
+    (bound.path / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    bound.close()
+    assert bound.exceeded
+    expected = "cgroup" if cgroup_parent() is not None else "watchdog"
+    assert bound_for(768).kind == expected and bound_for(768, "watchdog").kind == "watchdog"

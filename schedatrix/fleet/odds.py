@@ -79,7 +79,24 @@ def _not_too_long(plan: Plan, months: int, variants: int = 1) -> None:
                          f"at most {most:,} months of this plan")
 
 
+class _NoBar:
+    """What :func:`check_odds` counts on when no bar is shown: nothing at all (a disabled
+    tqdm still takes tqdm's process-wide lock, which a grader's threads, each checking odds,
+    were once all found waiting on for good)."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        return None
+
+
 def _bar(months: int, show: bool):
+    if not show:
+        return _NoBar()
     stream = sys.stderr
     try:
         terminal = stream.isatty()
@@ -88,7 +105,7 @@ def _bar(months: int, show: bool):
     refresh = PROGRESS_REFRESH_S["terminal" if terminal else "log"]
     # A terminal's bar disappears when done; a log (or a notebook) keeps its last line.
     return tqdm(total=months, desc="lottery draws", unit=" months", unit_scale=True,
-                disable=not show, leave=not terminal, mininterval=refresh, file=stream)
+                leave=not terminal, mininterval=refresh, file=stream)
 
 
 def check_odds(plan: Plan, months: int = 2_000, seed: int = 0, confidence: float = 0.95,

@@ -23,6 +23,7 @@ since the learner's kernel can undo anything it does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -46,6 +47,8 @@ __all__ = [
     "Channel",
     "RemoteFunction",
     "refused_answers",
+    "library_origin",
+    "library_functions",
     "serve_check",
     "connect",
 ]
@@ -107,20 +110,45 @@ def _short_repr(value) -> str:
     return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."
 
 
-def encode(value, depth: int = 0):
+@functools.cache
+def _kinds():
+    """numpy, Month and Plan, imported once (not once for every element of an answer)."""
+    import numpy as np
+
+    from ...fleet.month import Month
+    from ...fleet.plan import Plan
+
+    return np, Month, Plan
+
+
+class _Budget:
+    """What is left of :data:`MAX_MESSAGE_BYTES` while an answer is encoded: every value
+    takes at least a byte and its separator, so an answer too big to send is refused as soon
+    as its size shows it, before it is walked element by element."""
+
+    def __init__(self, left: int = MAX_MESSAGE_BYTES) -> None:
+        self.left = left
+
+    def take(self, nbytes: int) -> None:
+        self.left -= nbytes
+        if self.left < 0:
+            raise AnswerTooBig()
+
+
+def encode(value, depth: int = 0, budget: _Budget | None = None):
     """``value`` as JSON-ready plain data.
 
     Numbers, text, ``None``, lists, tuples, dicts whose keys are all text (read with
     ``dict``'s own methods, whatever the class), numpy arrays and scalars, a :class:`Month`
     (as its plan's knobs) and a :class:`Plan` (its knobs, read attribute by attribute, which
     is what :func:`simulate` reads) become plain data; anything else becomes its type name
-    and repr, which the checker reports as a wrong type.
+    and repr, which the checker reports as a wrong type. Raises :class:`AnswerTooBig` as
+    soon as the value cannot fit one message (a list of 3 million numbers at once).
     """
-    import numpy as np
-
-    from ...fleet.month import Month
-    from ...fleet.plan import Plan
-
+    np, Month, Plan = _kinds()
+    if budget is None:
+        budget = _Budget()
+    budget.take(2)
     if value is None or isinstance(value, (bool, np.bool_)):
         return None if value is None else bool(value)
     if isinstance(value, (int, np.integer)):
@@ -128,19 +156,25 @@ def encode(value, depth: int = 0):
     if isinstance(value, (float, np.floating)):
         return float(value)
     if isinstance(value, str):
+        budget.take(len(value))
         return str(value)
     if depth < _MAX_DEPTH:
+        if isinstance(value, (list, tuple, dict)):
+            budget.take(2 * len(value))  # each item at least a digit and a comma
         if isinstance(value, list):
-            return [encode(v, depth + 1) for v in value]
+            return [encode(v, depth + 1, budget) for v in value]
         if isinstance(value, tuple):
-            return {"tuple": [encode(v, depth + 1) for v in value]}
+            return {"tuple": [encode(v, depth + 1, budget) for v in value]}
         if isinstance(value, dict) and all(type(k) is str for k in dict.keys(value)):
-            return {"dict": [[k, encode(v, depth + 1)] for k, v in dict.items(value)]}
+            return {"dict": [[k, encode(v, depth + 1, budget)] for k, v in dict.items(value)]}
         if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-            return {"ndarray": encode(value.tolist(), depth + 1), "dtype": value.dtype.name}
+            budget.take(2 * value.size)
+            return {"ndarray": encode(value.tolist(), depth + 1, budget),
+                    "dtype": value.dtype.name}
         if isinstance(value, (Month, Plan)):
             plan = value.plan if isinstance(value, Month) else value
-            knobs = {f.name: encode(getattr(plan, f.name), depth + 1) for f in fields(Plan)}
+            knobs = {f.name: encode(getattr(plan, f.name), depth + 1, budget)
+                     for f in fields(Plan)}
             if isinstance(value, Month):
                 return {"month": knobs}
             return {"plan": knobs, "type": type(value).__name__}
@@ -299,6 +333,83 @@ class RemoteFunction:
         raise BoundaryError("an answer the checker cannot read")
 
 
+# ----------------------------------------------------------------------------- whose function
+
+
+def _package_folder() -> str:
+    """The folder of the ``schedatrix`` this process imported (the grader's copy, in an
+    evaluation), ending in a separator."""
+    return os.path.join(os.path.dirname(os.path.abspath(importlib.import_module(
+        "schedatrix").__file__)), "")
+
+
+def library_origin(func, folder: str | None = None, depth: int = 8) -> str:
+    """The library function ``func`` is, or wraps (``""`` when it is neither): followed
+    through ``functools.wraps``' ``__wrapped__``, a ``functools.partial``, a bound method, a
+    callable object's ``__call__`` and the functions its closure holds; a function counts as
+    the library's when its code was compiled from a file of the package (``folder``), or it
+    has no code of its own and names a ``schedatrix`` module."""
+    import functools
+    import types
+
+    folder = folder or _package_folder()
+    seen: set[int] = set()
+    todo = [(func, 0)]
+    while todo:
+        obj, level = todo.pop()
+        if id(obj) in seen or level > depth:
+            continue
+        seen.add(id(obj))
+        try:
+            code = getattr(obj, "__code__", None)
+            if code is not None and isinstance(code.co_filename, str) \
+                    and os.path.abspath(code.co_filename).startswith(folder):
+                return f"{obj.__module__}.{obj.__qualname__}"
+            if code is None and not isinstance(obj, functools.partial) and callable(obj):
+                module = getattr(obj, "__module__", None) or type(obj).__module__
+                if isinstance(module, str) and (module == "schedatrix"
+                                                or module.startswith("schedatrix.")):
+                    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+                    return f"{module}.{name}"
+            nexts = []
+            if isinstance(obj, functools.partial):
+                nexts.append(obj.func)
+            wrapped = inspect_attr(obj, "__wrapped__")
+            if wrapped is not None:
+                nexts.append(wrapped)
+            if isinstance(obj, types.MethodType):
+                nexts.append(obj.__func__)
+            for cell in getattr(obj, "__closure__", None) or ():
+                try:
+                    nexts.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    pass
+            if code is None and not isinstance(obj, type) and callable(obj):
+                nexts.append(type(obj).__call__)
+        except Exception:  # whatever a learner's object does when it is looked at
+            continue
+        todo += [(n, level + 1) for n in nexts if callable(n)]
+    return ""
+
+
+def inspect_attr(obj, name: str):
+    """``obj.name`` as stored, without running a learner's ``__getattr__`` (``None`` when
+    absent)."""
+    import inspect
+
+    try:
+        return inspect.getattr_static(obj, name)
+    except AttributeError:
+        return None
+
+
+def library_functions(functions: dict[str, Callable]) -> dict[str, str]:
+    """Which of the learner's functions are (or wrap) the library's own, by name."""
+    folder = _package_folder()
+    found = {name: library_origin(f, folder) for name, f in functions.items()}
+    return {name: origin for name, origin in found.items() if origin}
+
+
 # ----------------------------------------------------------------------------- kernel side
 
 
@@ -316,7 +427,7 @@ def _resolve(answer: str):
     target = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)
-    return target
+    return target.fget if isinstance(target, property) else target  # a property: its getter
 
 
 @contextlib.contextmanager
@@ -353,7 +464,8 @@ def serve_check(channel: Channel, check: str, functions: dict[str, Callable],
     ``error``) and the exception the learner's function raised last, if any (so the kernel
     can show the learner their own traceback).
     """
-    channel.send({"protocol": PROTOCOL, "check": check, "functions": list(functions)})
+    channel.send({"protocol": PROTOCOL, "check": check, "functions": list(functions),
+                  "library": library_functions(functions)})
     last_raised: BaseException | None = None
     with refused_answers(answers) as hits:
         while True:
@@ -371,7 +483,10 @@ def serve_check(channel: Channel, check: str, functions: dict[str, Callable],
                 last_raised = exc
                 reply = {"raised": {"type": type(exc).__name__, "message": str(exc)[:2_000]}}
             else:
-                reply = {"returned": encode(result)}
+                try:
+                    reply = {"returned": encode(result)}
+                except AnswerTooBig:
+                    reply = {"oversized": True}
             if hits:
                 reply = {"refused": hits[0]}
             try:

@@ -8,8 +8,10 @@ and a value is shown short.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -17,11 +19,42 @@ from ...fleet.month import Month
 from ...fleet.plan import Plan
 from .boundary import MAX_MESSAGE_BYTES, AnswerRefused, AnswerTooBig, BoundaryError, LearnerRaised
 
-__all__ = ["RANDOM_SEED", "fmt", "brief", "call", "as_indices", "as_number", "passed",
-           "describe", "close"]
+__all__ = ["RANDOM_SEED", "DRAWN", "fmt", "brief", "call", "as_indices", "as_number", "passed",
+           "describe", "close", "drawing", "drawn_seed", "drawn", "finite", "off_by"]
 
-#: The seed of every check's random cases.
+#: The seed of every check's visible random cases (the ones a check cell runs, in JupyterLab
+#: and under nbval: the same cases, and the same pass line, every time).
 RANDOM_SEED = 20_260_301
+#: How a message names a case the grader drew for this grading run.
+DRAWN = "a case drawn for this grading"
+#: The seed of the grader's drawn cases while a check runs for the grader (``None``: a check
+#: cell's own run, which has the visible cases only).
+_DRAWN_SEED: ContextVar[int | None] = ContextVar("schedatrix_drawn_seed", default=None)
+
+
+@contextlib.contextmanager
+def drawing(seed: int | None) -> Iterator[None]:
+    """While inside, the checks run on this thread also evaluate the learner's functions on the
+    cases drawn from ``seed`` (the grader's seed for one grading run; ``None``: none drawn)."""
+    token = _DRAWN_SEED.set(seed)
+    try:
+        yield
+    finally:
+        _DRAWN_SEED.reset(token)
+
+
+def drawn_seed() -> int | None:
+    """The seed of the grader's drawn cases for the check running now, or ``None``."""
+    return _DRAWN_SEED.get()
+
+
+def drawn(make: Callable[[int], list], offset: int = 0) -> list:
+    """The grader's drawn cases of one kind: ``make(seed + offset)`` while a check runs for the
+    grader, ``[]`` otherwise. ``make`` builds cases from a seed, as it builds the visible ones
+    from :data:`RANDOM_SEED` (so a drawn case is a case like any other, at inputs no student
+    could know in advance: a table of the published cases' answers fails them)."""
+    seed = _DRAWN_SEED.get()
+    return [] if seed is None else list(make(seed + offset))
 #: The most characters a message shows of one value (a learner's answer may be huge).
 SHOWN_CHARS = 300
 
@@ -111,7 +144,7 @@ def as_indices(name: str, shown: str, result) -> list[int]:
     try:
         values = [int(v) for v in items]
         whole = all(float(v) == int(v) for v in items)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         values, whole = [], False
     if not whole or any(isinstance(v, bool) for v in items):
         raise AssertionError(
@@ -134,21 +167,44 @@ def describe(plan: Plan) -> str:
             f"{plan.window} window, {plan.evict_share:.0%} evicted, seed {plan.seed}")
 
 
+def finite(value: float) -> bool:
+    """Whether a figure is a number a check can compare: not NaN, not an infinity. Every
+    numeric comparison of every check goes through :func:`as_number` and :func:`close`, which
+    use it, so ``abs(nan - want) > 1`` (false) can never pass an answer."""
+    return not (math.isnan(value) or math.isinf(value))
+
+
 def as_number(name: str, shown: str, got, what: str = "a number") -> float:
-    """The learner's answer as a finite or infinite float, or a failed check saying it is not
-    a number (text, a bool, None, a list)."""
+    """The learner's answer as a finite float, or a failed check saying it is not a number
+    (text, a bool, None, a list) or not a finite one (NaN, an infinity, too big for a float)."""
     if isinstance(got, (str, bytes, bool)) or got is None:
         raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}")
     try:
-        return float(got)
+        value = float(got)
+    except OverflowError:
+        raise AssertionError(f"{name}({shown}) returned a number too big for a float: return "
+                             f"{what}") from None
     except (TypeError, ValueError):
         raise AssertionError(f"{name}({shown}) returned {brief(got)}: return {what}") from None
+    if not finite(value):
+        raise AssertionError(f"{name}({shown}) returned {value!r}, not a finite number: return "
+                             f"{what}")
+    return value
 
 
 def close(got: float, want: float, rel: float = 1e-6, abs_tol: float = 1e-9) -> bool:
-    """Whether two figures agree (both NaN, or both the same infinity, count as agreeing)."""
-    if math.isnan(want) or math.isnan(got):
-        return math.isnan(want) and math.isnan(got)
-    if math.isinf(want) or math.isinf(got):
-        return got == want
+    """Whether two figures agree: both finite and within ``rel`` (or ``abs_tol``) of each other.
+    NaN and the infinities agree with nothing, not even themselves."""
+    got, want = float(got), float(want)
+    if not (finite(got) and finite(want)):
+        return False
     return math.isclose(got, want, rel_tol=rel, abs_tol=abs_tol)
+
+
+def off_by(got: float, want: float) -> float:
+    """How far an answer is from the expected figure (``inf`` when either is not finite), for
+    checks that allow a margin: ``off_by(got, want) > margin`` fails NaN too."""
+    got, want = float(got), float(want)
+    if not (finite(got) and finite(want)):
+        return math.inf
+    return abs(got - want)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from .boundary import BoundaryError, Channel, RemoteFunction
+from .check_support import drawing
 from .checks import CHECKS as CHECK_FUNCTIONS
 from .exercises import CHECKS
 
@@ -30,6 +31,7 @@ class Session:
     passed: bool
     error: str  # "AssertionError", "NotImplementedError", "BoundaryError", ... ("" on a pass)
     message: str  # the line the learner sees
+    library: str = ""  # the library functions the learner handed in as their own, if any
 
     @property
     def failure(self) -> str:
@@ -56,7 +58,8 @@ def run_session(channel: Channel, allowed: set[str] | None = None,
         session = Session("", False, "AssertionError",
                           f"{shown!r} is not a check of this exercise")
     else:
-        session = _judge(channel, name, deadline)
+        handed = _library_handed_in(name, hello.get("library"))
+        session = handed or _judge(channel, name, deadline)
         if session.error == "BoundaryError":
             return session
     verdict = {"verdict": "pass" if session.passed else "fail", "message": session.message}
@@ -69,11 +72,30 @@ def run_session(channel: Channel, allowed: set[str] | None = None,
     return session
 
 
-def _judge(channel: Channel, name: str, deadline: float | None) -> Session:
-    """Run the check ``name``, its learner's functions on the other side of ``channel``."""
+def _library_handed_in(name: str, said) -> Session | None:
+    """A failed check when the learner handed in the library's own function (or a wrapper of
+    it) as one of theirs, as the other side saw it (``said``: function name -> origin)."""
+    if not isinstance(said, dict):
+        return None
+    found = [(f, str(said[f])[:200]) for f in CHECKS[name].functions
+             if isinstance(said.get(f), str) and said[f]]
+    if not found:
+        return None
+    function, origin = found[0]
+    return Session(name, False, "AssertionError",
+                   f"{function} is {origin}, the library's own function (or a wrapper of it): "
+                   f"this exercise asks you to write {function} yourself.",
+                   "; ".join(f"{o} handed in as {f}" for f, o in found))
+
+
+def _judge(channel: Channel, name: str, deadline: float | None,
+           seed: int | None = None) -> Session:
+    """Run the check ``name``, its learner's functions on the other side of ``channel``; with
+    ``seed``, on the cases drawn from it too (the grader's)."""
     remotes = [RemoteFunction(channel, f, deadline) for f in CHECKS[name].functions]
     try:
-        message = CHECK_FUNCTIONS[name](*remotes)
+        with drawing(seed):
+            message = CHECK_FUNCTIONS[name](*remotes)
     except BoundaryError as exc:
         return Session(name, False, "BoundaryError", f"the check stopped before its end ({exc})")
     except (AssertionError, NotImplementedError) as exc:
@@ -84,13 +106,15 @@ def _judge(channel: Channel, name: str, deadline: float | None) -> Session:
     return Session(name, True, "", message)
 
 
-def drive_check(channel: Channel, name: str, deadline: float | None = None) -> Session:
+def drive_check(channel: Channel, name: str, deadline: float | None = None,
+                seed: int | None = None) -> Session:
     """Run the registered check ``name`` on an evaluation of a notebook (the grader's way).
 
     The grader names the check and its functions; the evaluation says which of them the
     notebook does not define (a :class:`Session` with error ``NameError``), then answers the
     check's calls until it is told the check has ended. ``deadline``
-    (``time.monotonic()``) bounds every wait.
+    (``time.monotonic()``) bounds every wait; ``seed`` is the grading run's seed of the drawn
+    cases (the pass line names only the visible cases, which the check cell shows).
     """
     check = CHECKS[name]
     left = None if deadline is None else deadline - time.monotonic()
@@ -105,7 +129,8 @@ def drive_check(channel: Channel, name: str, deadline: float | None = None) -> S
     missing = [m for m in check.functions if m in missing]
     if missing:
         return Session(name, False, "NameError", f"name {missing[0]!r} is not defined")
-    session = _judge(channel, name, deadline)
+    session = _library_handed_in(name, reply.get("library")) or _judge(channel, name,
+                                                                        deadline, seed)
     if session.error != "BoundaryError":
         try:
             channel.send({"end": True})

@@ -43,7 +43,19 @@ from ...fleet.presets import PRESETS
 from ...fleet.run_set import SHAPES
 from ...fleet.run_set import greedy_run_set as _greedy_run_set
 from ...fleet.score import score as _score
-from .check_support import RANDOM_SEED, as_indices, brief, call, describe, fmt, passed
+from .check_support import (
+    DRAWN,
+    RANDOM_SEED,
+    as_indices,
+    as_number,
+    brief,
+    call,
+    close,
+    describe,
+    drawn,
+    fmt,
+    passed,
+)
 
 __all__ = [
     "CHECK_NAMES",
@@ -73,13 +85,18 @@ def _score_cases() -> tuple[list[tuple[float, float, str]], list[tuple[float, fl
         (1.0, 1.0, "one token per second for one dollar"),
         (6_723.0, 2_600.0, "the walkthrough's median flagship"),
     ]
-    rng = np.random.default_rng(RANDOM_SEED)
+    return fixed, _score_random(RANDOM_SEED)
+
+
+@cache
+def _score_random(seed: int, what: str = "a random card") -> list[tuple[float, float, str]]:
+    rng = np.random.default_rng(seed)
     rents = [1_400.0, 1_700.0, 2_600.0]
     rand = []
     for _ in range(30):
         rent = rents[int(rng.integers(3))] if rng.random() < 0.5 else float(rng.uniform(200, 5000))
-        rand.append((float(rng.uniform(0, 12_000)), round(rent, 2), "a random card"))
-    return fixed, rand
+        rand.append((float(rng.uniform(0, 12_000)), round(rent, 2), what))
+    return rand
 
 
 def check_score(score_card: Callable) -> str:
@@ -88,19 +105,14 @@ def check_score(score_card: Callable) -> str:
     Answers may be rounded to 3 decimals (the page prints 10.108); anything further off fails.
     """
     fixed, rand = _score_cases()
-    for rate, rent, what in fixed + rand:
+    for rate, rent, what in fixed + rand + drawn(lambda s: _score_random(s, DRAWN)):
         got = call("score_card", score_card, rate, rent)
         want = _score(rate, rent)
         try:
-            if isinstance(got, (str, bytes, bool)):
-                raise TypeError
-            value = float(got)
-        except (TypeError, ValueError):
-            raise AssertionError(
-                f"score_card({fmt(rate)}, {fmt(rent)}) returned {brief(got)}, not a number; "
-                f"expected {want:.4f} ({what})"
-            ) from None
-        if not math.isclose(value, want, rel_tol=1e-6, abs_tol=5e-4):
+            value = as_number("score_card", f"{fmt(rate)}, {fmt(rent)}", got)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; expected {want:.4f} ({what})") from None
+        if not close(value, want, rel=1e-6, abs_tol=5e-4):
             hint = ""
             if want and math.isclose(value / 1_000_000, want, rel_tol=1e-3):
                 hint = " Looks like tokens per dollar: divide by a million."
@@ -140,14 +152,19 @@ def _run_set_cases():
         ([4.0], 3.0, "one card that covers the target"),
         ([2.0, 9.0, 4.0, 9.0, 1.0], 9.0, "the first of two equal best cards is enough"),
     ]
-    rng = np.random.default_rng(RANDOM_SEED + 2)
+    return fixed, _run_set_random(RANDOM_SEED + 2)
+
+
+@cache
+def _run_set_random(seed: int, what: str = "a random pool"):
+    rng = np.random.default_rng(seed)
     rand = []
     for _ in range(40):
         n = int(rng.integers(1, 25))
         rates = [float(v) for v in rng.integers(1, 12, size=n)]
         target = float(rng.integers(1, int(sum(rates) * 1.2) + 2))
-        rand.append((rates, target, "a random pool"))
-    return fixed, rand
+        rand.append((rates, target, what))
+    return rand
 
 
 def check_run_set(greedy_run_set: Callable) -> str:
@@ -158,7 +175,7 @@ def check_run_set(greedy_run_set: Callable) -> str:
     order the indices come back in is not graded.
     """
     fixed, rand = _run_set_cases()
-    for rates, target, what in fixed + rand:
+    for rates, target, what in fixed + rand + drawn(lambda s: _run_set_random(s, DRAWN), 2):
         shown = f"{fmt(rates)}, {fmt(target)}"
         got = as_indices("greedy_run_set", shown,
                           call("greedy_run_set", greedy_run_set, list(rates), target))
@@ -197,7 +214,12 @@ def _evict_cases():
         ([float(v % 7) for v in range(100)], 0.29,
          "29% of 100 is 29 (but 0.29 * 100 is 28.999999999999996 in floating point)"),
     ]
-    rng = np.random.default_rng(RANDOM_SEED + 3)
+    return fixed, _evict_random(RANDOM_SEED + 3)
+
+
+@cache
+def _evict_random(seed: int, what: str = "a random pool"):
+    rng = np.random.default_rng(seed)
     rand = []
     while len(rand) < 40:
         n = int(rng.integers(1, 40))
@@ -206,8 +228,8 @@ def _evict_cases():
         if math.floor(raw) != math.floor(raw + 1e-9):  # only the one fixed float trap above
             continue
         scores = [float(v) for v in rng.integers(0, 10, size=n)]
-        rand.append((scores, share, "a random pool"))
-    return fixed, rand
+        rand.append((scores, share, what))
+    return rand
 
 
 @cache
@@ -224,15 +246,20 @@ def _wrong_cases():
         ([5.0, 1.0, 9.0], [], "nobody evicted"),
         ([4.0, 4.0, 4.0, 4.0], [3, 0], "all equal: every eviction is wrong"),
     ]
-    rng = np.random.default_rng(RANDOM_SEED + 4)
+    return fixed, _wrong_random(RANDOM_SEED + 4)
+
+
+@cache
+def _wrong_random(seed: int, what: str = "a random pool"):
+    rng = np.random.default_rng(seed)
     rand = []
     for _ in range(40):
         n = int(rng.integers(1, 30))
         rates = [float(v) for v in rng.integers(1, 10, size=n)]
         k = int(rng.integers(0, n + 1))
         evicted = [int(v) for v in rng.permutation(n)[:k]]
-        rand.append((rates, evicted, "a random pool"))
-    return fixed, rand
+        rand.append((rates, evicted, what))
+    return rand
 
 
 def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
@@ -243,7 +270,7 @@ def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
     or above the median true rate of the whole pool.
     """
     fixed, rand = _evict_cases()
-    for scores, share, what in fixed + rand:
+    for scores, share, what in fixed + rand + drawn(lambda s: _evict_random(s, DRAWN), 3):
         shown = f"{fmt(scores)}, {fmt(share)}"
         got = as_indices("evict_worst", shown,
                           call("evict_worst", evict_worst, list(scores), share))
@@ -261,13 +288,13 @@ def check_eviction(evict_worst: Callable, wrong_evictions: Callable) -> str:
                 f"{fmt(sorted(want))} ({what}).{hint}"
             )
     wfixed, wrand = _wrong_cases()
-    for rates, evicted, what in wfixed + wrand:
+    for rates, evicted, what in wfixed + wrand + drawn(lambda s: _wrong_random(s, DRAWN), 4):
         shown = f"{fmt(rates)}, {fmt(evicted)}"
         got = call("wrong_evictions", wrong_evictions, list(rates), list(evicted))
         want = _wrong_evictions(rates, evicted)
         try:
-            ok = int(got) == want and float(got) == want
-        except (TypeError, ValueError):
+            ok = as_number("wrong_evictions", shown, got) == want
+        except AssertionError:
             ok = False
         if not ok:
             median = float(np.median(rates)) if rates else float("nan")
@@ -298,9 +325,10 @@ def _preset_months() -> list[tuple[Month, str]]:
 
 
 @cache
-def _random_months(count_per_signature: int = 3) -> list[tuple[Month, str]]:
+def _random_months(count_per_signature: int = 3, seed: int = RANDOM_SEED,
+                   what: str = "a random month") -> list[tuple[Month, str]]:
     """Seeded random months with exactly one failing check (and a few clean ones)."""
-    r = random.Random(RANDOM_SEED)
+    r = random.Random(seed)
     wanted = {"111": 2, "011": count_per_signature, "101": count_per_signature,
               "110": count_per_signature}
     found: list[tuple[Month, str]] = []
@@ -319,7 +347,7 @@ def _random_months(count_per_signature: int = 3) -> list[tuple[Month, str]]:
         m = simulate(plan)
         if wanted.get(m.signature, 0) > 0:
             wanted[m.signature] -= 1
-            found.append((m, "a random month"))
+            found.append((m, what))
         if not any(wanted.values()):
             break
     return found
@@ -338,7 +366,7 @@ def check_famous_months(diagnose: Callable, fix: Callable) -> str:
     the demand, turns only knobs that repair the failing check, and passes all three checks.
     """
     months = _preset_months() + _random_months()
-    for month, what in months:
+    for month, what in months + drawn(lambda s: _random_months(2, s, DRAWN)):
         label = f"{what} ({describe(month.plan)}; signature {month.signature})"
         got = call("diagnose", diagnose, month)
         want = expected_diagnosis(month)

@@ -40,7 +40,18 @@ from ...fleet.plan import Plan
 from ...fleet.presets import PRESETS
 from ...fleet.run_set import SHAPES
 from ...fleet.window import measured_tok_s
-from .check_support import RANDOM_SEED, as_number, brief, call, close, fmt, passed
+from .check_support import (
+    DRAWN,
+    RANDOM_SEED,
+    as_number,
+    brief,
+    call,
+    close,
+    drawn,
+    fmt,
+    off_by,
+    passed,
+)
 
 __all__ = ["check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
            "check_eviction_odds", "knobs_of", "ODDS_CASES", "ODDS_MONTHS", "ODDS_Z"]
@@ -68,9 +79,22 @@ def _shown_pool(month: Month) -> str:
 def _months() -> list[tuple[Month, str]]:
     """The preset months, then seeded random ones of every shape, class and share."""
     out = [(simulate(PRESETS[name].plan), f"the {name} month") for name in PRESETS]
-    r = random.Random(RANDOM_SEED + 5)
+    return out + _random_months(RANDOM_SEED + 5)
+
+
+def _all_months() -> list[tuple[Month, str]]:
+    """The visible months, and under grading the drawn ones after them."""
+    return _months() + drawn(lambda s: _random_months(s, 12, DRAWN), 5)
+
+
+@cache
+def _random_months(seed: int, count: int = 24, what: str = "a random month"
+                   ) -> list[tuple[Month, str]]:
+    """Seeded random months of every shape, class and share."""
+    out = []
+    r = random.Random(seed)
     classes = list(CARD_CLASSES)
-    for k in range(24):
+    for k in range(count):
         cls = classes[k % 3]
         cards = 4 + int(r.random() * 37)
         rated = CARD_CLASSES[cls].rated_tok_s
@@ -79,7 +103,7 @@ def _months() -> list[tuple[Month, str]]:
                     headroom=0.05 * int(r.random() * 5), shape=SHAPES[k % 3],
                     window=("hour", "day", "week")[int(r.random() * 3)],
                     evict_share=0.05 * int(r.random() * 9), seed=int(r.random() * 10**9))
-        out.append((simulate(plan), "a random month"))
+        out.append((simulate(plan), what))
     return out
 
 
@@ -151,7 +175,7 @@ def check_month(month_figures: Callable) -> str:
     """Exercise 5: ``month_figures(true_tok_s, measured_tok_s, knobs)`` for preset and random
     months. Counts must be exact, money and rates within a millionth (or half a cent)."""
     months = _months()
-    for m, what in months:
+    for m, what in _all_months():
         true, measured, knobs = list(m.pool.true_tok_s), list(m.pool.measured_tok_s), knobs_of(m)
         shown = f"<{_shown_pool(m)}>"
         got = _dict_answer("month_figures", shown,
@@ -196,7 +220,7 @@ def _ideal_hint(m: Month, key: str, value: float) -> str:
 def check_ideal(ideal_operator: Callable) -> str:
     """Exercise 6: ``ideal_operator(true_tok_s, knobs)``, the operator who sees true rates."""
     months = _months()
-    for m, what in months:
+    for m, what in _all_months():
         true, knobs = list(m.pool.true_tok_s), knobs_of(m)
         shown = f"<{_shown_pool(m)}>"
         got = _dict_answer("ideal_operator", shown,
@@ -253,7 +277,8 @@ def _signature_cases() -> list[tuple[dict, str]]:
 def check_signature(signature: Callable) -> str:
     """Exercise 6: ``signature(figures)`` -> three digits (capacity, convergence, evictions)."""
     cases = _signature_cases()
-    for figures, what in cases:
+    for figures, what in cases + [(_figures_of(m), what) for m, what in
+                                  drawn(lambda s: _random_months(s, 12, DRAWN), 5)]:
         shown = fmt_figures(figures)
         got = call("signature", signature, dict(figures))
         want = _expected_signature(figures)
@@ -293,20 +318,26 @@ def _window_cases() -> list[tuple[float, float, float, float, float, str]]:
         (9_000.0, 0.2, 0.99, 730.0, 0.4, "the whole month: a blip is certain, and small"),
         (7_000.0, 0.0, 0.0, 0.5, 0.2, "half an hour: the blip takes the whole dip"),
     ]
-    r = np.random.default_rng(RANDOM_SEED + 7)
+    return fixed + _window_random(RANDOM_SEED + 7)
+
+
+@cache
+def _window_random(seed: int, what: str = "a random card and window"
+                   ) -> list[tuple[float, float, float, float, float, str]]:
+    r = np.random.default_rng(seed)
     rand = []
     for _ in range(30):
         hours = float(r.choice([0.5, 1.0, 6.0, 24.0, 72.0, 168.0, 730.0]))
         rand.append((float(r.uniform(1_000, 10_000)), float(r.uniform(-1, 1)),
-                     float(r.uniform(0, 1)), hours, float(r.choice([0.2, 0.4])),
-                     "a random card and window"))
-    return fixed + rand
+                     float(r.uniform(0, 1)), hours, float(r.choice([0.2, 0.4])), what))
+    return rand
 
 
 def check_window(measured_rate: Callable) -> str:
     """Exercise 7: ``measured_rate(true_tok_s, misread, dip_draw, hours, dip_depth)``."""
     cases = _window_cases()
-    for true, misread, dip, hours, depth, what in cases:
+    for true, misread, dip, hours, depth, what in cases + drawn(
+            lambda s: _window_random(s, DRAWN), 7):
         shown = ", ".join(fmt(v) for v in (true, misread, dip, hours, depth))
         value = as_number("measured_rate", shown,
                           call("measured_rate", measured_rate, true, misread, dip, hours, depth))
@@ -328,6 +359,15 @@ def check_window(measured_rate: Callable) -> str:
     return passed("check_window", {"fixed cards": 10, "random": len(cases) - 10})
 
 
+def _wilson_random(seed: int, what: str = "a random count") -> list[tuple[int, int, float, str]]:
+    r = random.Random(seed)
+    cases = []
+    for _ in range(20):
+        n = 1 + int(r.random() * 5000)
+        cases.append((int(r.random() * (n + 1)), n, r.choice([1.645, 1.96, 2.576, 3.0]), what))
+    return cases
+
+
 def _wilson(successes: int, trials: int, z: float) -> tuple[float, float]:
     from scipy import stats  # here: importing scipy costs a second a process
 
@@ -343,12 +383,8 @@ def check_wilson(wilson_interval: Callable) -> str:
              (0, 1000, 1.96, "no failures at all: the interval still has a top"),
              (1000, 1000, 1.96, "every month failed"), (1, 10, 1.96, "a small sample"),
              (50, 100, 2.576, "a 99% interval"), (7, 40, 1.0, "about a 68% interval")]
-    r = random.Random(RANDOM_SEED + 8)
-    for _ in range(20):
-        n = 1 + int(r.random() * 5000)
-        cases.append((int(r.random() * (n + 1)), n, r.choice([1.645, 1.96, 2.576, 3.0]),
-                      "a random count"))
-    for k, n, z, what in cases:
+    cases += _wilson_random(RANDOM_SEED + 8)
+    for k, n, z, what in cases + drawn(lambda s: _wilson_random(s, DRAWN), 8):
         shown = f"{k}, {n}, {z:g}"
         got = call("wilson_interval", wilson_interval, k, n, z)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
@@ -379,6 +415,18 @@ ODDS_MONTHS = 2_000
 #: How many standard errors apart the two estimates may be (a right answer misses by more than
 #: four about once in 16,000 cases).
 ODDS_Z = 4.0
+#: The pools a grading run draws two of (each with a drawn seed for the learner's Monte Carlo):
+#: classes, sizes, windows and shares like the visible ones.
+ODDS_GRID = tuple((cls, cards, hours, share) for cls in ("bargain", "flagship", "b-stock")
+                  for cards in (12, 16, 20, 24, 32) for hours in (1.0, 24.0)
+                  for share in (0.20, 0.25, 0.30, 0.40))
+
+
+@cache
+def _odds_drawn(seed: int) -> list[tuple[str, int, float, float, int]]:
+    """Two pools of :data:`ODDS_GRID` and a seed for each, drawn from ``seed``."""
+    r = random.Random(seed)
+    return [(*pool, r.randrange(1, 2**31)) for pool in r.sample(ODDS_GRID, 2)]
 
 
 @cache
@@ -393,10 +441,11 @@ def check_eviction_odds(eviction_fail_chance: Callable) -> str:
     Monte Carlo estimate of how often the eviction check fails; it must be within ``ODDS_Z``
     joint standard errors of the library's own Monte Carlo (20 times the months), and the
     same seed must give the same estimate."""
-    for cls, cards, hours, share in ODDS_CASES:
+    cases = [(*pool, 7) for pool in ODDS_CASES] + drawn(_odds_drawn, 11)
+    for cls, cards, hours, share, seed in cases:
         card = {k: v for k, v in asdict(CARD_CLASSES[cls]).items() if k not in ("blurb",)}
-        args = (card, cards, hours, share, ODDS_MONTHS, 7)
-        shown = f"<{cls} card>, {cards}, {hours:g}, {share:g}, {ODDS_MONTHS}, 7"
+        args = (card, cards, hours, share, ODDS_MONTHS, seed)
+        shown = f"<{cls} card>, {cards}, {hours:g}, {share:g}, {ODDS_MONTHS}, {seed}"
         got = as_number("eviction_fail_chance", shown,
                         call("eviction_fail_chance", eviction_fail_chance, *args),
                         "the share of months that failed the check, a number from 0 to 1")
@@ -411,7 +460,7 @@ def check_eviction_odds(eviction_fail_chance: Callable) -> str:
         want = _library_odds(cls, cards, hours, share)
         p = min(max(want, 1 / ODDS_MONTHS), 1 - 1 / ODDS_MONTHS)
         se = math.sqrt(p * (1 - p) * (1 / ODDS_MONTHS + 1 / (20 * ODDS_MONTHS)))
-        if abs(got - want) > ODDS_Z * se:
+        if off_by(got, want) > ODDS_Z * se:
             raise AssertionError(
                 f"eviction_fail_chance({shown}) returned {got:.4f}; the library's Monte Carlo "
                 f"over {20 * ODDS_MONTHS:,} months says {want:.4f}, and {ODDS_MONTHS:,} months "

@@ -63,19 +63,31 @@ _FLEET_MONTH = (
     "schedatrix.fleet.bill:delivered_tok_s", "schedatrix.fleet.bill:idle_bill",
     "schedatrix.fleet.bill:mtok_per_dollar", "schedatrix.fleet.figures:month_figures",
     "schedatrix.fleet.month:simulate", "schedatrix.fleet.reference:run_month",
+    "schedatrix.fleet.reference:_covering_prefix", "schedatrix.fleet.cover:greedy_cover",
+    "schedatrix.fleet.cover:cheapest_cover", "schedatrix.fleet.engine:simulate_many",
 )
+#: The library's other functions that compute a run set from a pool's rates: the answer to
+#: exercise 2 under other names (greedy_cover by score with equal rents ranks as by rate).
+_RUN_SET = ("schedatrix.fleet.run_set:greedy_run_set", "schedatrix.fleet.cover:greedy_cover",
+            "schedatrix.fleet.cover:cheapest_cover", "schedatrix.fleet.reference:_covering_prefix")
+#: The library's ways to a model's KV bytes per token (exercise 8 asks for it by hand).
+_KV_BYTES = ("schedatrix.serving.perf.catalog:ModelShape.kv_bytes_per_token_in",
+             "schedatrix.serving.perf.shard:LayerShard.kv_bytes_per_token",
+             "schedatrix.serving.perf.model:PerfModel.kv_bytes_per_token_per_gpu")
 
 EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("01_score", "the score of one card", (
-        Check("check_score", ("score_card",), ("schedatrix.fleet.score:score",)),
+        Check("check_score", ("score_card",), ("schedatrix.fleet.score:score",
+                                               "schedatrix.fleet.bill:mtok_per_dollar")),
     )),
     Exercise("02_run_set", "the whole-card greedy", (
-        Check("check_run_set", ("greedy_run_set",), ("schedatrix.fleet.run_set:greedy_run_set",)),
+        Check("check_run_set", ("greedy_run_set",), _RUN_SET),
     )),
     Exercise("03_eviction", "eviction, and judging it", (
         Check("check_eviction", ("evict_worst", "wrong_evictions"),
               ("schedatrix.fleet.eviction:evict_worst", "schedatrix.fleet.eviction:evict_count",
-               "schedatrix.fleet.eviction:wrong_evictions")),
+               "schedatrix.fleet.eviction:wrong_evictions",
+               "schedatrix.fleet.engine:_sort_by_measured")),
     )),
     Exercise("04_famous_months", "the famous months as incident drills", (
         Check("check_famous_months", ("diagnose", "fix"),
@@ -105,12 +117,12 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     )),
     Exercise("08_kv_capacity", "KV cache capacity and the largest batch", (
         Check("check_kv_capacity", ("kv_bytes_per_token", "kv_capacity_tokens"),
-              ("schedatrix.serving.perf.model:PerfModel.kv_capacity_tokens",)),
+              ("schedatrix.serving.perf.model:PerfModel.kv_capacity_tokens", *_KV_BYTES)),
         Check("check_largest_batch", ("largest_batch",),
               ("schedatrix.serving.replica.kv_cache:largest_batch",)),
         Check("check_smallest_tp", ("smallest_tp",),
               ("schedatrix.serving.perf.model:PerfModel.kv_capacity_tokens",
-               "schedatrix.serving.replica.kv_cache:largest_batch")),
+               "schedatrix.serving.replica.kv_cache:largest_batch", *_KV_BYTES)),
     )),
     Exercise("09_decode_step", "a decode step by the roofline", (
         Check("check_decode_step", ("decode_step_s",),

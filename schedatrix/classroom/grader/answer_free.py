@@ -32,10 +32,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..checking.exercises import Exercise
-from .sandbox import package_dir
+from .sandbox import leftover_prefix, package_dir
 
 __all__ = ["KEPT", "NEEDED_AT_IMPORT", "REFUSED_MODULE", "public_name", "stub_source", "build",
-           "package_for"]
+           "package_for", "release"]
 
 #: The classroom modules a copy keeps, by their paths inside ``classroom/`` (the codec, the
 #: scripts a sandbox runs and the packages that hold them); every other classroom module and
@@ -92,6 +92,8 @@ def _definition(answer: str) -> tuple[Path, str]:
     target = importlib.import_module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)
+    if isinstance(target, property):  # a figure read as an attribute: its getter computes it
+        target = target.fget
     func = inspect.unwrap(target)
     return Path(func.__code__.co_filename).resolve(), func.__qualname__
 
@@ -202,10 +204,21 @@ def package_for(exercise: Exercise) -> Path:
     with _lock:
         if exercise.name not in _built:
             if not _root:
-                root = Path(tempfile.mkdtemp(prefix="schedatrix-answer-free-"))
+                root = Path(tempfile.mkdtemp(prefix=leftover_prefix("answer-free")))
                 os.chmod(root, 0o755)
                 atexit.register(shutil.rmtree, root, True)
                 _root.append(root)
             folder = _root[0] / exercise.name
             _built[exercise.name] = build(exercise, folder)
         return _built[exercise.name]
+
+
+def release() -> None:
+    """Remove this process's copies now (a Ray worker, which Ray ends without running its
+    exit handlers, releases them after each notebook); the next :func:`package_for` makes
+    them again."""
+    with _lock:
+        for root in _root:
+            shutil.rmtree(root, ignore_errors=True)
+        _root.clear()
+        _built.clear()

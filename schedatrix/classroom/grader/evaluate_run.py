@@ -8,7 +8,8 @@ over the one socket it inherits (``--channel-fd``), one JSON line at a time:
 * ``{"run": k, "source": ...}``: run code cell ``k`` in an IPython shell; answer ``{"ran": k}``,
   with ``"raised"`` when the cell raised (the grader goes on, as nbval does);
 * ``{"check": name, "functions": [...]}``: take those functions from the notebook's namespace
-  as they are now and answer ``{"missing": [...]}``; then answer each
+  as they are now and answer ``{"missing": [...], "library": {...}}`` (the ones the notebook
+  lacks, and the ones that are or wrap a function of the package); then answer each
   ``{"call": function, "args": [...]}`` with ``{"returned": ...}``, ``{"raised": ...}``,
   ``{"refused": answer}`` (it called one of the refusals that stand in for the library's
   answers) or ``{"oversized": true}`` (an answer over the size limit), until ``{"end": true}``;
@@ -75,7 +76,13 @@ def _raised(exc: BaseException) -> dict:
 def serve(channel, shell) -> None:
     """Do what the grader asks until it says ``done`` or goes away."""
     from schedatrix import _refused
-    from schedatrix.classroom.checking.boundary import BoundaryError, decode, encode
+    from schedatrix.classroom.checking.boundary import (
+        AnswerTooBig,
+        BoundaryError,
+        decode,
+        encode,
+        library_functions,
+    )
 
     channel.send({"ready": True})
     while True:
@@ -97,7 +104,8 @@ def serve(channel, shell) -> None:
             raise BoundaryError("a message this evaluation does not know")
         namespace = shell.user_ns
         functions = {n: namespace[n] for n in names if isinstance(n, str) and n in namespace}
-        channel.send({"missing": [n for n in names if n not in functions]})
+        channel.send({"missing": [n for n in names if n not in functions],
+                      "library": library_functions(functions)})
         while True:
             call = channel.receive()
             if call.get("end"):
@@ -112,7 +120,10 @@ def serve(channel, shell) -> None:
             except BaseException as exc:  # SystemExit and KeyboardInterrupt are answers too
                 reply = {"raised": _raised(exc)}
             else:
-                reply = {"returned": encode(result)}
+                try:
+                    reply = {"returned": encode(result)}
+                except AnswerTooBig:  # refused before it is walked: said as a size
+                    reply = {"oversized": True}
             if _refused.HITS:
                 reply = {"refused": _refused.HITS[0]}
             try:

@@ -29,7 +29,7 @@ from ..checking.boundary import BoundaryError, Channel
 from ..checking.checker import Session, drive_check
 from ..checking.exercises import Check, Exercise
 from . import answer_free
-from .sandbox import Limits, Sandbox, end
+from .sandbox import Limits, Sandbox, end, leftover_prefix, over_memory
 
 __all__ = ["Evaluation", "cell_where", "code_cells", "evaluate", "stopped"]
 
@@ -45,6 +45,10 @@ class Evaluation:
     failure: str = ""  # the first thing that fails the notebook ("" when every check passed)
     cell_errors: list[str] = field(default_factory=list)  # cells that raised here (no failure)
     cpu_s: float = 0.0  # the CPU the sandboxed process says it used (for the benchmark only)
+    where: str = ""  # the step it was at when it stopped
+    peak_mb: float = 0.0  # the most its processes held together, as its memory bound saw it
+    notes: list[str] = field(default_factory=list)  # for the instructor (the library's own
+    # functions handed in as the learner's)
 
     @property
     def passed(self) -> bool:
@@ -62,12 +66,21 @@ def _source(cell) -> str:
 
 
 def _skipped(cell) -> bool:
-    """Whether nbval skips a cell (its tag, or its comment marker)."""
-    tags = (cell.get("metadata") or {}).get("tags") or []
-    if "nbval-skip" in (tags if isinstance(tags, list) else [tags]):
-        return True
-    return any(line.strip().replace(" ", "").upper() == "#NBVAL_SKIP"
-               for line in _source(cell).splitlines())
+    """Whether nbval skips a cell: asked of nbval's own readers of its comment markers
+    (``# NBVAL_SKIP``, ``## NBVAL_SKIP``, ...) and tags, combined as nbval combines them
+    (tags last), so the evaluation runs exactly the cells the notebook's own run runs."""
+    import warnings
+
+    from nbval.plugin import find_comment_markers, find_metadata_tags
+
+    options: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, value in find_comment_markers(_source(cell)):
+            options[key] = value
+        for key, value in find_metadata_tags(cell.get("metadata") or {}):
+            options[key] = value
+    return bool(options.get("skip", False))
 
 
 def code_cells(nb, exercise: Exercise) -> list[tuple[int, str, Check | None, bool]]:
@@ -92,7 +105,7 @@ def stopped(where: str, limits: Limits, deadline: float, step_deadline: float) -
 
 
 def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
-           deadline: float) -> Evaluation:
+           deadline: float, seed: int | None) -> Evaluation:
     found = Evaluation()
     try:
         channel.receive(deadline - time.monotonic(), limit=_REPLY_LIMIT)
@@ -103,11 +116,13 @@ def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
             found.failure = f"the grader's evaluation did not start ({exc})"
         return found
     for index, source, check, skipped in code_cells(nb, exercise):
-        where = cell_where(index)
+        where = found.where = cell_where(index)
         step_deadline = min(deadline, time.monotonic() + limits.cell_timeout_s)
         if check is not None:
-            session = drive_check(channel, check.name, step_deadline)
+            session = drive_check(channel, check.name, step_deadline, seed)
             found.sessions.append(session)
+            if session.library:
+                found.notes.append(session.library)
             if session.passed:
                 continue
             if session.error == "BoundaryError":
@@ -139,17 +154,18 @@ def _drive(channel: Channel, nb, exercise: Exercise, limits: Limits,
 
 
 def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int = 0,
-             deadline: float | None = None) -> Evaluation:
+             deadline: float | None = None, seed: int | None = None) -> Evaluation:
     """Evaluate a parsed notebook of ``exercise`` in ``sandbox``: the grader's verdict.
 
     ``deadline`` (``time.monotonic()``) bounds the whole evaluation (default: the notebook's
-    seconds from now).
+    seconds from now); ``seed`` draws each check's cases beside the visible ones (the grading
+    run's seed; ``None``: the visible cases only).
     """
     if deadline is None:
         deadline = time.monotonic() + limits.notebook_timeout_s
     package = answer_free.package_for(exercise)
     inside = sandbox.package_inside(package)
-    with tempfile.TemporaryDirectory(prefix="schedatrix-evaluate-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=leftover_prefix("evaluate")) as tmp:
         os.chmod(tmp, 0o711)
         work = Path(tmp) / "work"
         work.mkdir()
@@ -166,11 +182,15 @@ def evaluate(nb, exercise: Exercise, sandbox: Sandbox, limits: Limits, slot: int
                 theirs.close()
             channel = Channel.over_socket(mine)
             try:
-                found = _drive(channel, nb, exercise, limits, deadline)
+                found = _drive(channel, nb, exercise, limits, deadline, seed)
             finally:
                 channel.close()
-                end(process, grace_s=2.0)   # a moment to exit, then the end
+                end(process, grace_s=2.0, bound=launch.bound)  # a moment to exit, then the end
                 sandbox.clean_up(slot)
+            if launch.bound is not None:
+                found.peak_mb = launch.bound.peak_bytes / 2**20
+                if launch.bound.exceeded:
+                    found.failure = f"{found.where or 'the notebook'}: {over_memory(limits)}"
             if found.failure.startswith("the grader's evaluation did not start"):
                 err.seek(0)
                 lines = err.read(_STDERR_KEPT).decode("utf-8", "replace").strip().splitlines()

@@ -47,6 +47,7 @@ class Grade:
     failure: str  # the first failing check's message ("" when passed)
     note: str = ""  # what the instructor may want to read (a copied solution, ...)
     sandbox: str = ""  # the kind of sandbox it ran in ("none": no sandbox; "": it did not run)
+    seed: int | None = None  # the grading run's seed of the drawn cases (None: not evaluated)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -64,6 +65,8 @@ def decide(exercise: Exercise, evaluation: Evaluation, run: Run | None,
     it."""
     if not evaluation.passed or run is None:
         return False, evaluation.failure or "the notebook was not run"
+    if run.over_memory:
+        return False, f"the notebook's own run: {run.over_memory}"
     if run.timed_out:
         return False, f"timed out after {limits.notebook_timeout_s} s (the whole notebook)"
     failures = run.summary.get("failures") if isinstance(run.summary, dict) else None
@@ -96,9 +99,10 @@ def verdicts(evaluation: Evaluation) -> dict[str, dict]:
 
 
 def grade_notebook(data: bytes, exercise_name: str, sandbox: Sandbox, limits: Limits,
-                   slot: int = 0, solutions: dict[str, list[str]] | None = None
-                   ) -> tuple[bool, str, str]:
-    """Grade one notebook's bytes as exercise ``exercise_name``: (passed, failure, note)."""
+                   slot: int = 0, solutions: dict[str, list[str]] | None = None,
+                   seed: int | None = None) -> tuple[bool, str, str]:
+    """Grade one notebook's bytes as exercise ``exercise_name``: (passed, failure, note).
+    ``seed``: the grading run's seed of the checks' drawn cases."""
     exercise = exercise_of(exercise_name)
     if exercise is None:
         return False, f"unknown exercise {exercise_name!r}", ""
@@ -112,9 +116,10 @@ def grade_notebook(data: bytes, exercise_name: str, sandbox: Sandbox, limits: Li
              solution_copy(nb, (solutions or {}).get(exercise.name, []))]
     note = "; ".join(n for n in notes if n)
     deadline = time.monotonic() + limits.notebook_timeout_s
-    evaluation = evaluate(nb, exercise, sandbox, limits, slot, deadline)
+    evaluation = evaluate(nb, exercise, sandbox, limits, slot, deadline, seed)
     run = None
     if evaluation.passed:
         run = run_nbval(data, exercise, sandbox, limits, verdicts(evaluation), slot, deadline)
     passed, failure = decide(exercise, evaluation, run, limits)
+    note = "; ".join(n for n in (note, *evaluation.notes) if n)
     return passed, failure, note

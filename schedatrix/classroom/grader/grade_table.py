@@ -41,5 +41,7 @@ def format_table(grades: list[Grade], width: int = 0) -> str:
     longest = max(len(line) for line in lines)
     lines.insert(1, "-" * (min(width, longest) if width else longest))
     passed = sum(g.passed for g in grades)
-    lines.append(f"{passed} of {len(grades)} notebooks pass")
+    seeds = sorted({g.seed for g in grades if g.seed is not None})
+    drawn = f" (drawn cases: seed {', '.join(map(str, seeds))})" if seeds else ""
+    lines.append(f"{passed} of {len(grades)} notebooks pass{drawn}")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..checking.boundary import BoundaryError, Channel
 from ..checking.exercises import Exercise
 from .evaluation import cell_where
-from .sandbox import Limits, Sandbox, end
+from .sandbox import Limits, Sandbox, end, leftover_prefix, over_memory
 
 __all__ = ["Run", "run_nbval", "explain", "MAX_CONNECTIONS"]
 
@@ -52,6 +52,8 @@ class Run:
     timed_out: bool = False
     summary: dict = field(default_factory=dict)
     stderr: str = ""
+    over_memory: str = ""  # why its memory bound ended it ("" when it did not)
+    peak_mb: float = 0.0
 
 
 def _drain(stream, keep: list[bytes]) -> None:
@@ -121,7 +123,7 @@ def run_nbval(data: bytes, exercise: Exercise, sandbox: Sandbox, limits: Limits,
     run = Run()
     if deadline is None:
         deadline = time.monotonic() + limits.notebook_timeout_s
-    with tempfile.TemporaryDirectory(prefix="schedatrix-grade-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=leftover_prefix("grade")) as tmp:
         os.chmod(tmp, 0o711)
         work = Path(tmp) / "work"
         work.mkdir()
@@ -161,8 +163,12 @@ def run_nbval(data: bytes, exercise: Exercise, sandbox: Sandbox, limits: Limits,
                 if process.poll() is None:
                     run.timed_out = True
             finally:
-                run.exit_code = end(process)
+                run.exit_code = end(process, bound=launch.bound)
                 sandbox.clean_up(slot)
+            if launch.bound is not None:
+                run.peak_mb = launch.bound.peak_bytes / 2**20
+                if launch.bound.exceeded:
+                    run.over_memory = over_memory(limits)
             reader.join(timeout=10)
             err.seek(0)
             run.stderr = err.read(_SUMMARY_BYTES).decode("utf-8", "replace")
@@ -198,6 +204,7 @@ def explain(failure: dict, limits: Limits) -> str:
     if exceptions:
         last = exceptions[-1].rstrip(":")
         if last.startswith("MemoryError"):
-            return f"{where}: {last} (over the limit of {limits.memory_mb} MiB per process)"
+            return (f"{where}: {last} (over the limit of {limits.address_mb} MiB of address "
+                    "space per process)")
         return f"{where}: {last[:300]}"
     return f"{where}: failed"

@@ -19,8 +19,9 @@ When neither runs here ``auto`` stops and says why (:func:`choose`). ``none`` (a
 temporary folder and the limits, nothing more) runs only when asked for by name, and the grade
 table says so on every row.
 
-Every kind applies the limits (:class:`Limits`): time per cell and per notebook, address
-space per process, file size, processes (per uid, so only where the run has a uid of its own
+Every kind applies the limits (:class:`Limits`): time per cell and per notebook, one memory
+bound for the run's processes together (:mod:`.memory_bound`), address space per process,
+file size, processes (per uid, so only where the run has a uid of its own
 or the grader is a normal user). Where a run has a uid of its own, every process left under
 that uid is killed when the run ends (:meth:`Sandbox.clean_up`), so nothing outlives it.
 """
@@ -31,6 +32,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import stat
@@ -38,13 +40,15 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError
+from .memory_bound import Bound, bound_for
 
 __all__ = ["KINDS", "REAL", "Limits", "Sandbox", "Launch", "choose", "probe", "unreadable_for",
-           "package_dir"]
+           "package_dir", "end", "end_all", "over_memory", "leftover_prefix", "sweep_leftovers"]
 
 KINDS = ("bubblewrap", "setuid", "none")
 #: The kinds that are sandboxes (``auto`` picks only these).
@@ -71,47 +75,139 @@ _NO_SANDBOX_FIX = ("install bubblewrap (Debian: apt-get install bubblewrap), or 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one submission may use. Times in seconds, sizes in MiB."""
+    """What one submission may use. Times in seconds, sizes in MiB.
+
+    ``memory_mb`` bounds a whole sandboxed run, all its processes together
+    (:mod:`.memory_bound`); each process's address space is also capped, at
+    ``address_space_mb`` (0: at ``memory_mb``). ``memory_bound``: ``auto`` (a cgroup where
+    the machine offers one, else the watchdog) or ``watchdog``.
+    """
 
     cell_timeout_s: int = 60
     notebook_timeout_s: int = 300
     memory_mb: int = 2048
     file_mb: int = 64
     processes: int = 256
+    address_space_mb: int = 0
+    memory_bound: str = "auto"
 
     def __post_init__(self) -> None:
-        for name, low in (("cell_timeout_s", 1), ("notebook_timeout_s", 5), ("memory_mb", 512),
-                          ("file_mb", 1), ("processes", 16)):
+        for name, low in (("cell_timeout_s", 1), ("notebook_timeout_s", 5), ("memory_mb", 256),
+                          ("file_mb", 1), ("processes", 16), ("address_space_mb", 0)):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
                 raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
+        if 0 < self.address_space_mb < 512:
+            raise InputError(f"address_space_mb must be 0 or >= 512, got {self.address_space_mb}")
+        if self.memory_bound not in ("auto", "watchdog"):
+            raise InputError(f"memory_bound must be auto or watchdog, got {self.memory_bound!r}")
+
+    @property
+    def address_mb(self) -> int:
+        """Each process's address space, MiB."""
+        return self.address_space_mb or self.memory_mb
 
     def describe(self) -> str:
         return (f"{self.cell_timeout_s} s per cell, {self.notebook_timeout_s} s per notebook, "
-                f"{self.memory_mb} MiB per process, {self.processes} processes")
+                f"{self.memory_mb} MiB per notebook (all its processes together), "
+                f"{self.processes} processes")
 
 
 @dataclass(frozen=True)
 class Launch:
-    """How to start one sandboxed run: the command, its environment and folder."""
+    """How to start one sandboxed run: the command, its environment and folder, and the one
+    memory bound its processes share (:mod:`.memory_bound`)."""
 
     argv: list[str]
     env: dict[str, str]
     cwd: str
     pass_fds: tuple[int, ...]
+    bound: Bound | None = None
+    uid: int | None = None
+    own_fds: tuple[int, ...] = ()  # descriptors made for this run, closed once it started
 
     def start(self, stdout=subprocess.DEVNULL, stderr=None, text: bool = False
               ) -> subprocess.Popen:
         """Start the run in a session of its own (so :func:`end` reaches all it starts), with
-        nothing on its standard input."""
-        return subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, pass_fds=self.pass_fds,
-                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                text=text, start_new_session=True)
+        nothing on its standard input, under its memory bound."""
+        argv = self.bound.wrap(self.argv) if self.bound is not None else self.argv
+        try:
+            process = subprocess.Popen(argv, env=self.env, cwd=self.cwd,
+                                       pass_fds=self.pass_fds, stdin=subprocess.DEVNULL,
+                                       stdout=stdout, stderr=stderr, text=text,
+                                       start_new_session=True)
+        except BaseException:
+            if self.bound is not None:
+                self.bound.close()
+            raise
+        finally:
+            for fd in self.own_fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        with _LIVE_LOCK:
+            _LIVE.add(process)
+        if self.bound is not None:
+            def kill() -> None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+
+            self.bound.watch(process.pid, self.uid, kill)
+        return process
 
 
-def end(process: subprocess.Popen, grace_s: float = 0.0) -> int:
-    """Give a sandboxed run ``grace_s`` to exit, then end it and everything it started;
-    return its exit status."""
+#: The sandboxed runs under way in this process (:func:`end_all` ends them at once).
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+#: The temporary folders a grader makes: ``schedatrix-<what>-<grader's pid>-...``.
+_LEFTOVER = re.compile(r"^schedatrix-(answer-free|evaluate|grade|probe)-(\d+)-")
+
+
+def leftover_prefix(what: str) -> str:
+    """The prefix of a temporary folder this grader makes (its process id in it, so a later
+    grader can tell a dead one's leftovers: :func:`sweep_leftovers`)."""
+    return f"schedatrix-{what}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_leftovers(folder: str | None = None) -> list[Path]:
+    """Remove the temporary folders of graders that are gone (one killed outright leaves its
+    answer-free copies and run folders: nothing of it ran to remove them); return them."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _LEFTOVER.match(entry.name)
+        if match and int(match.group(2)) != os.getpid() and not _alive(int(match.group(2))):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def end_all() -> None:
+    """End every sandboxed run of this process now (the grader is told to stop): each one's
+    waits then end at once, and its folders are removed as it unwinds."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for process in live:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def end(process: subprocess.Popen, grace_s: float = 0.0, bound: Bound | None = None) -> int:
+    """Give a sandboxed run ``grace_s`` to exit, then end it and everything it started (and
+    release its memory bound); return its exit status."""
     if grace_s > 0:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=grace_s)
@@ -119,7 +215,32 @@ def end(process: subprocess.Popen, grace_s: float = 0.0) -> int:
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         process.kill()
-    return process.wait()
+    code = process.wait()
+    with _LIVE_LOCK:
+        _LIVE.discard(process)
+    if bound is not None:
+        bound.close()
+    return code
+
+
+def over_memory(limits: Limits) -> str:
+    """How a failure says a run went over its memory bound."""
+    return (f"its processes went over {limits.memory_mb} MiB together (the memory one "
+            "notebook may hold, all its processes): ended")
+
+
+def _options_fd(options: list[str]) -> int:
+    """A readable descriptor holding ``options`` NUL-separated (bwrap's ``--args``)."""
+    data = b"".join(o.encode() + b"\0" for o in options)
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("bwrap-args", 0)
+    else:  # pragma: no cover - Linux has memfd_create
+        handle = tempfile.TemporaryFile()
+        fd = os.dup(handle.fileno())
+        handle.close()
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _ancestors(path: Path) -> list[str]:
@@ -204,6 +325,10 @@ def _env(work: str, socket_path: str | None) -> dict[str, str]:
         "TMPDIR": "/tmp",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
+        # the package the grader runs, wherever the environment's own install points (a git
+        # worktree shares its main checkout's environment, whose editable install names the
+        # main checkout's package: the sandbox must run this one)
+        "PYTHONPATH": str(package_dir().parent),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
         "JUPYTER_PLATFORM_DIRS": "1",
@@ -222,7 +347,7 @@ def _env(work: str, socket_path: str | None) -> dict[str, str]:
 def limit_args(limits: Limits, uid: int | None, processes: bool) -> list[str]:
     """The runners' limit options
     (:func:`~schedatrix.classroom.grader.nbval_run.add_limit_args`)."""
-    args = [f"--memory-mb={limits.memory_mb}", f"--file-mb={limits.file_mb}",
+    args = [f"--memory-mb={limits.address_mb}", f"--file-mb={limits.file_mb}",
             f"--cpu-s={limits.notebook_timeout_s}"]
     if processes:
         args.append(f"--processes={limits.processes}")
@@ -300,7 +425,8 @@ class Sandbox:
             os.chmod(work_dir, 0o700)
             env = _env(str(work_dir), str(socket_path) if socket_path else None)
             env["TMPDIR"] = str(work_dir)
-            return Launch(list(inner), env, str(work_dir), tuple(pass_fds))
+            return Launch(list(inner), env, str(work_dir), tuple(pass_fds),
+                          bound_for(limits.memory_mb, limits.memory_bound), uid)
         size = str(max(limits.file_mb, 16) * 4 * 1024 * 1024)
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid",
                 "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
@@ -341,9 +467,14 @@ class Sandbox:
             argv += ["--unshare-user"]
         env_args = ["--clearenv"] + [a for k, v in env.items() for a in ("--setenv", k, v)]
         argv[1:1] = env_args
-        argv += list(inner)
-        return Launch(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, "/",
-                      tuple(dict.fromkeys((*files.values(), *pass_fds))))
+        # bwrap's options (the host folders it mounts, the grader's temporary paths) reach it
+        # through a file descriptor, not its command line: inside, /proc/1/cmdline is bwrap's,
+        # and shows only "bwrap --args N" and the command
+        options = _options_fd(argv[1:])
+        argv = [argv[0], "--args", str(options), *inner]
+        return Launch(argv, {"PATH": "/usr/bin:/bin"}, "/",
+                      tuple(dict.fromkeys((*files.values(), *pass_fds, options))),
+                      bound_for(limits.memory_mb, limits.memory_bound), uid, (options,))
 
     def clean_up(self, slot: int) -> None:
         """Kill every process left under the run's own uid (a process that left the run's
@@ -370,7 +501,7 @@ class Sandbox:
 
 def _probe_once(sandbox: Sandbox, timeout_s: float) -> str:
     kind = sandbox.kind
-    with tempfile.TemporaryDirectory(prefix="schedatrix-probe-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=leftover_prefix("probe")) as tmp:
         work = Path(tmp) / "work"
         work.mkdir()
         data = Path(tmp) / "data"
@@ -403,6 +534,7 @@ def _probe_once(sandbox: Sandbox, timeout_s: float) -> str:
                 end(process)
                 return f"{kind} started no Python within {timeout_s:g} s"
             finally:
+                end(process, bound=launch.bound)
                 sandbox.clean_up(0)
         finally:
             os.close(fd)

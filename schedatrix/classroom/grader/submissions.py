@@ -28,9 +28,13 @@ _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBL
 
 @dataclass(frozen=True)
 class Submission:
+    """One row of the class: a notebook to grade, or (``problem``) why a student's folder or
+    a file in it is not one, refused in its own row."""
+
     student: str
     exercise: str
     path: Path
+    problem: str = ""
 
 
 def printable(text: str) -> str:
@@ -44,18 +48,43 @@ def printable(text: str) -> str:
 
 
 def find_submissions(root: Path | str, exercise: str | None = None) -> list[Submission]:
-    """Every ``root/<student>/<exercise>.ipynb``, sorted by student then exercise."""
+    """Every ``root/<student>/<exercise>.ipynb``, sorted by student then exercise, and a row
+    refusing, in one line, whatever else stands where a student's work should: a student
+    "folder" that is a link or not a folder, a notebook inside a subfolder, a student folder
+    with no notebook (with ``exercise``: without that one). Names starting with a dot
+    (``.ipynb_checkpoints``) are not read."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"DIR must be a folder of student folders, got {str(root)!r}")
     wanted = exercise[:-6] if exercise and exercise.endswith(".ipynb") else exercise
-    found = []
-    for student in sorted(p for p in root.iterdir()
-                          if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")):
-        for nb in sorted(student.glob("*.ipynb")):
-            if wanted is None or nb.stem == wanted:
-                found.append(Submission(student.name, nb.stem, nb))
-    if not found:
+    found: list[Submission] = []
+    notebooks = 0
+    for student in sorted(p for p in root.iterdir() if not p.name.startswith(".")):
+        if student.is_symlink() or not student.is_dir():
+            kind = "a link" if student.is_symlink() else _kind(os.lstat(student).st_mode)
+            found.append(Submission(student.name, "-", student,
+                                    f"not graded: {kind}, not a student's folder (hand in "
+                                    "<student>/<exercise>.ipynb, a real folder)"))
+            continue
+        mine = [nb for nb in sorted(student.glob("*.ipynb"))
+                if wanted is None or nb.stem == wanted]
+        found += [Submission(student.name, nb.stem, nb) for nb in mine]
+        notebooks += len(mine)
+        nested = sorted(
+            nb for nb in student.rglob("*.ipynb") if nb.parent != student
+            and not any(part.startswith(".") for part in nb.relative_to(student).parts)
+            and (wanted is None or nb.stem == wanted))
+        for nb in nested:
+            where = nb.relative_to(student)
+            found.append(Submission(student.name, str(where.with_suffix("")), nb,
+                                    f"not graded: a notebook in a subfolder, {where.parent}/ "
+                                    f"(hand in {printable(student.name)}/{nb.name})"))
+        if not mine and not nested:
+            what = f"no {wanted}.ipynb" if wanted else "no notebook"
+            found.append(Submission(student.name, wanted or "-", student,
+                                    f"not graded: {what} handed in (hand in "
+                                    f"<student>/<exercise>.ipynb)"))
+    if not notebooks:
         what = f" for exercise {wanted!r}" if wanted else ""
         raise InputError(
             f"DIR must hold <student>/<exercise>.ipynb notebooks{what}, found none in "
