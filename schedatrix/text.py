@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import textwrap
 
-__all__ = ["WIDTH", "wrap"]
+__all__ = ["WIDTH", "wrap", "wrap_command"]
 
 #: The widest line the library and the lessons print (see the module's docstring).
 WIDTH = 100
@@ -35,3 +35,17 @@ def wrap(text: str, width: int = WIDTH, hang: int = 4) -> str:
                                  subsequent_indent=indent + " " * hang,
                                  break_long_words=False, break_on_hyphens=False))
     return "\n".join(out)
+
+
+def wrap_command(line: str, width: int = WIDTH, hang: int = 4) -> str:
+    """A shell command line that fits ``width``: broken at spaces, each broken line ending in
+    `` \\`` (a shell's line continuation), so the text still pastes into a terminal as one
+    command. Break points are spaces outside quotes only where the command has no quotes;
+    a command with quotes is left on one line."""
+    if len(line) <= width or "'" in line or '"' in line:
+        return line
+    indent = line[:len(line) - len(line.lstrip(" "))]
+    parts = textwrap.wrap(line.strip(" "), width=width - 2, initial_indent=indent,
+                          subsequent_indent=indent + " " * hang, break_long_words=False,
+                          break_on_hyphens=False)
+    return " \\\n".join(parts)

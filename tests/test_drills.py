@@ -29,6 +29,7 @@ from schedatrix.course.drills.fleet import (
 from schedatrix.course.drills.fleet_bank import KINDS, LOOKUPS
 from schedatrix.course.drills.kit import format_drill_set
 from schedatrix.errors import InputError
+from schedatrix.text import WIDTH
 
 MANY = 400  # drills scanned by the leak and balance tests
 
@@ -58,8 +59,9 @@ def test_a_drill_prints_its_number_and_seed_and_its_key_replays_the_month():
     d = drill(31)
     assert d.text().startswith(f"Drill 31 (lottery seed {d.seed})")
     assert d.seed == d.plan.seed
-    replay = d.text(answers=True).split("replay: ")[1].splitlines()[0]
-    argv = shlex.split(replay)
+    replay = d.text(answers=True).split("replay: ")[1]
+    assert all(len(line) <= WIDTH for line in replay.splitlines())
+    argv = shlex.split(replay.replace("\\\n", " "))   # as a shell joins continued lines
     assert argv[0] == "schedatrix"
     args = build_parser().parse_args(argv[1:])
     assert s.simulate(plan_from_args(args)) == d.month

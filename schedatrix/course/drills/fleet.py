@@ -31,7 +31,7 @@ from ...errors import InputError
 from ...fleet.cards import CARD_CLASSES, card_class
 from ...fleet.month import Month, simulate
 from ...fleet.plan import Plan
-from ...text import wrap
+from ...text import wrap, wrap_command
 from .fleet_bank import KINDS, LOOKUPS
 from .kit import draw_kinds, find_words, format_drill_set
 from .question import Question, by_id
@@ -127,9 +127,10 @@ class Drill:
             lines.append(f"  Q{i} [{q.id}] {q.prompt}")
             if answers:
                 lines.append(f"      answer: {q.answer_text}. {q.explanation}")
-        if answers:
-            lines.append(f"  replay: {self.replay}")
-        return wrap("\n".join(lines))
+        text = wrap("\n".join(lines))
+        if answers:     # a command to paste: broken with the shell's line continuations
+            text += "\n" + wrap_command(f"  replay: {self.replay}")
+        return text
 
 
 # ---------------------------------------------------------------------------- grading
