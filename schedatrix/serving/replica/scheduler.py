@@ -127,19 +127,24 @@ class SchedulerBase:
 
     def inbox_tokens(self) -> tuple[int, int]:
         """(prefill tokens, all tokens still to compute) of the inbox's requests."""
-        sim = self.sim
         pre_all = work = 0
         for _, i in self.inbox:
-            left = sim.out[i] - sim.generated[i]
-            if sim.ready[i]:
-                pre = 0
-            elif sim.swapped[i]:
-                pre = sim.inp[i] + sim.generated[i] - sim.computed[i]
-            else:
-                pre = sim.inp[i] + sim.generated[i]
+            pre, left = self.work_left(i)
             pre_all += pre
             work += pre + left
         return pre_all, work
+
+    def work_left(self, i: int) -> tuple[int, int]:
+        """(prompt tokens still to compute, output tokens still to generate) of request i:
+        none of the prompt once it is ready, the part not kept in host memory once swapped,
+        else its prompt and what it generated so far (a recompute)."""
+        sim = self.sim
+        left = sim.out[i] - sim.generated[i]
+        if sim.ready[i]:
+            return 0, left
+        if sim.swapped[i]:
+            return sim.inp[i] + sim.generated[i] - sim.computed[i], left
+        return sim.inp[i] + sim.generated[i], left
 
     def enqueue(self, i: int, t: float) -> None:
         raise NotImplementedError

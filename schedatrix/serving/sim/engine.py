@@ -127,13 +127,7 @@ class FastEngine(SchedulerBase):
     def enqueue(self, i: int, t: float) -> None:
         sim = self.sim
         heapq.heappush(self.waiting, (sim.prio[sim.cls[i]], sim.arrival[i], i))
-        left = sim.out[i] - sim.generated[i]
-        if sim.ready[i]:
-            pre = 0
-        elif sim.swapped[i]:
-            pre = sim.inp[i] + sim.generated[i] - sim.computed[i]
-        else:
-            pre = sim.inp[i] + sim.generated[i]
+        pre, left = self.work_left(i)
         self.work[i] = (pre + left, pre)
         self.wait_work += pre + left
         self.wait_prefill += pre

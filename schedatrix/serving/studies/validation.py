@@ -113,13 +113,20 @@ def _span(row: Published, host: HostCosts):
                     max_batched_tokens=max(n * row.input_tokens, 8192) if static else 8192,
                     chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype,
                     engine="vllm-0.10", client_path="none")  # as the rows were replayed so far
+    run = _run(row, requests, design, host, "of the batch ")
+    return float(np.max(run.done_s)), run, design
+
+
+def _run(row: Published, requests: Requests, design: Design, host: HostCosts, which: str = ""):
+    """``requests`` on ``design``, stepped by ``row``'s own step-time model (its host costs);
+    every request must complete."""
     built = build(design)
     perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
                      host=_host(row, host), dtype=row.dtype)
     run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
     if not (run.status == COMPLETED).all():
-        raise InputError(f"validation row {row.id}: not every request of the batch completed")
-    return float(np.max(run.done_s)), run, design
+        raise InputError(f"validation row {row.id}: not every request {which}completed")
+    return run
 
 
 def _online(row: Published, host: HostCosts) -> float:
@@ -135,12 +142,7 @@ def _online(row: Published, host: HostCosts) -> float:
     # capacity policy: TensorRT-LLM's guaranteed no evict), the client path as for any design
     design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
                     cuda_graphs=row.cuda_graphs, dtype=row.dtype)
-    built = build(design)
-    perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
-                     host=_host(row, host), dtype=row.dtype)
-    run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
-    if not (run.status == COMPLETED).all():
-        raise InputError(f"validation row {row.id}: not every request completed")
+    run = _run(row, requests, design, host)
     keep = slice(min(row.users, n - 1), None)
     if row.kind == "online_ttft":
         return float(np.mean((run.first_token_s - run.arrival_s)[keep])) * 1e3
