@@ -17,6 +17,7 @@ from tqdm import tqdm
 from ..errors import InputError
 from .cluster.routing import ROUTERS
 from .intake.toml_tables import out_folder
+from .numbers import positive_arg as _positive
 from .perf.catalog import DTYPES, GPUS, MODELS
 from .perf.engines import DEFAULT_ENGINE, ENGINES
 
@@ -26,20 +27,6 @@ __all__ = ["add_serving_parser"]
 #: 0 a yes (a placement fits, a design is chosen), 1 a no (nothing fits; no design accepted,
 #: refused or still undecided); bad input exits 2, as everywhere.
 VERDICT_YES, VERDICT_NO = 0, 1
-
-
-def _positive(kind, flag):
-    def parse(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} must be {'a whole number' if kind is int else 'a number'}, "
-                f"got {text!r}") from None
-        if not (v > 0) or v != v or v in (float("inf"),):
-            raise argparse.ArgumentTypeError(f"{flag} must be above 0, got {text!r}")
-        return v
-    return parse
 
 
 def _expert_skew(text):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import numbers
 
 from ..errors import InputError
 
-__all__ = ["check_int", "check_real"]
+__all__ = ["check_int", "check_real", "positive_arg"]
 
 
 def check_int(name: str, value, low: int, high: int) -> int:
@@ -35,3 +36,19 @@ def check_real(name: str, value, low: float, high: float, *, low_open: bool = Fa
         bracket = "(" if low_open else "["
         raise InputError(f"{name} must be in {bracket}{low:g}, {high:g}], got {value!r}")
     return value
+
+
+def positive_arg(kind, flag: str):
+    """An argparse ``type`` for ``flag``: a ``kind`` (int or float) above 0 and finite, else
+    the flag's one-line error."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be {'a whole number' if kind is int else 'a number'}, "
+                f"got {text!r}") from None
+        if not (v > 0) or v != v or v in (float("inf"),):
+            raise argparse.ArgumentTypeError(f"{flag} must be above 0, got {text!r}")
+        return v
+    return parse

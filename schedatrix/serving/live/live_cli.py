@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ...errors import InputError
+from ..numbers import positive_arg as _positive
 from . import MISSING_EXTRA
 
 __all__ = ["add_live_parsers"]
@@ -32,19 +33,6 @@ def need_extra(what: str, modules) -> None:
             raise InputError(MISSING_EXTRA.format(what=what, missing=name))
 
 
-def _positive(flag, kind=float):
-    """A parser of a number above 0 for ``flag`` (as ``serving run``'s flags are read)."""
-    def parse(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} must be {'a whole number' if kind is int else 'a number'}, "
-                f"got {text!r}") from None
-        if not v > 0 or v == float("inf"):
-            raise argparse.ArgumentTypeError(f"{flag} must be above 0, got {text!r}")
-        return v
-    return parse
 
 
 def _port(text: str) -> int:
@@ -97,17 +85,17 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                                                        "127.0.0.1)")
     g.add_argument("--port", type=_port, default=8000,
                    help="port (default 8000; 0: a free one, printed at start)")
-    g.add_argument("--speed", dest="time_speed", type=_positive("--speed"), default=1.0,
+    g.add_argument("--speed", dest="time_speed", type=_positive(float, "--speed"), default=1.0,
                    metavar="X", help="run the model X times faster than real time (default 1)")
     g.add_argument("--served-model-name", metavar="NAME",
                    help="the model name clients send (default: the design's model)")
-    g.add_argument("--default-max-tokens", type=_positive("--default-max-tokens", int),
+    g.add_argument("--default-max-tokens", type=_positive(int, "--default-max-tokens"),
                    default=256, metavar="N",
                    help="tokens a chat request gets without max_tokens (default 256)")
     g.add_argument("--prefix-block-tokens", type=_block_tokens, default=0, metavar="N",
                    help="prefix caching on prompt blocks of N tokens (a multiple of the KV "
                         "block, 16; default 0: off)")
-    g.add_argument("--shutdown-timeout", type=_positive("--shutdown-timeout"), default=5.0,
+    g.add_argument("--shutdown-timeout", type=_positive(float, "--shutdown-timeout"), default=5.0,
                    metavar="SECONDS",
                    help="on Ctrl-C or SIGTERM, streams in flight get this long (default 5)")
     p.set_defaults(func=_cmd_emulate, speed=None, make_scenario=make_scenario)
@@ -135,10 +123,11 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                    default="completions",
                    help="completions (prompts as token ids: exact lengths; default) or chat "
                         "(text: approximate lengths)")
-    g.add_argument("--time-scale", type=_positive("--time-scale"), default=1.0, metavar="X",
+    g.add_argument("--time-scale", type=_positive(float, "--time-scale"), default=1.0, metavar="X",
                    help="the endpoint runs X times faster than real time (an emulator with "
                         "--speed X): arrivals are sent X times sooner, times reported x X")
-    g.add_argument("--timeout", type=_positive("--timeout"), default=600.0, metavar="SECONDS",
+    g.add_argument("--timeout", type=_positive(float, "--timeout"), default=600.0,
+                   metavar="SECONDS",
                    help="a request with no end after this long is an error (default 600)")
     g.add_argument("--api-key", metavar="KEY", help="sent as a bearer token")
     g.add_argument("--no-warmup", dest="warmup", action="store_false",
