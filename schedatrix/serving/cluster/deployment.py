@@ -49,7 +49,7 @@ from ..numbers import check_int, check_real
 from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, model
 from ..perf.client_path import NO_CLIENT_PATH, VLLM_CLIENT_PATH, ClientPath
 from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
-from ..perf.host import host_costs
+from ..perf.host import HostCosts, host_costs
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
@@ -351,11 +351,13 @@ class Design:
                       self.preemption_mode(), self.pcie_gb_s, tuple(faults),
                       resilience or Resilience(), seed, None if client.off else client)
 
-    def perf(self, role: str | None = None) -> PerfModel:
-        """The performance model of a ``role``'s replicas (None: the first role's)."""
+    def perf(self, role: str | None = None, host: HostCosts | None = None) -> PerfModel:
+        """The performance model of a ``role``'s replicas (None: the first role's); ``host``
+        replaces the engine's host costs (the validation's fit of them)."""
         role = role or self.roles()[0]
         profile = self.engine_profile()
-        host = profile.host if self.host_ms is None else host_costs(self.host_ms / 1000)
+        if host is None:
+            host = profile.host if self.host_ms is None else host_costs(self.host_ms / 1000)
         return PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
                          inter_node=self.inter_node, cuda_graphs=self.cuda_graphs, host=host,
                          ep=self.ep, dtype=self.dtype, expert_skew=self.expert_skew,

@@ -22,7 +22,6 @@ from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
 from ..perf.engines import ENGINES
 from ..perf.host import VLLM_HOST, HostCosts
-from ..perf.model import PerfModel
 from ..perf.published import PUBLISHED, Published
 from ..sim.engine import simulate_fast
 
@@ -109,20 +108,23 @@ def _span(row: Published, host: HostCosts):
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
                         np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16))
     static = engine_flags(row)[0]      # a static batch: every prompt in one step
+    # a static session (gptSessionBenchmark, TurboMind's) has no scheduler to overlap with the
+    # GPU: synchronous, its host time zeroed by _host; a vLLM row runs its own profile's default
     design = Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=max(n, 1),
-                    max_batched_tokens=max(n * row.input_tokens, 8192) if static else 8192,
+                    max_batched_tokens=max(n * row.input_tokens, 8192) if static else None,
                     chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype,
-                    engine="vllm-0.10", client_path="none")  # as the rows were replayed so far
+                    engine="vllm-0.10" if static else _profile(row), client_path="none",
+                    async_scheduling=False if static else None)
     run = _run(row, requests, design, host, "of the batch ")
     return float(np.max(run.done_s)), run, design
 
 
 def _run(row: Published, requests: Requests, design: Design, host: HostCosts, which: str = ""):
-    """``requests`` on ``design``, stepped by ``row``'s own step-time model (its host costs);
-    every request must complete."""
+    """``requests`` on ``design``, stepped by its performance model as the command line builds
+    it (``Design.perf``: the engine profile's async scheduling and serial part reach it) with
+    ``row``'s host costs; every request must complete."""
     built = build(design)
-    perf = PerfModel(row.model, row.gpu, tp=row.tp, cuda_graphs=row.cuda_graphs,
-                     host=_host(row, host), dtype=row.dtype)
+    perf = design.perf(host=_host(row, host))
     run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
     if not (run.status == COMPLETED).all():
         raise InputError(f"validation row {row.id}: not every request {which}completed")
