@@ -361,7 +361,8 @@ class Design:
         return PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
                          inter_node=self.inter_node, cuda_graphs=self.cuda_graphs, host=host,
                          ep=self.ep, dtype=self.dtype, expert_skew=self.expert_skew,
-                         async_scheduling=self.async_on(), serial_s=profile.serial_s)
+                         async_scheduling=self.async_on(), serial_s=profile.serial_s,
+                         moe_fp8_compute=profile.moe_fp8)
 
     def single_machine(self) -> bool:
         """One replica on one machine (nothing distributed)."""

@@ -37,10 +37,20 @@ DEFAULT_CLASS = SLOClass()
 @dataclass(frozen=True)
 class ClosedLoop:
     """Closed-loop concurrency: ``users`` users, each sending its next request ``think_s``
-    seconds after its previous one ends (request i belongs to user i % users)."""
+    seconds after its previous one ends (request i belongs to user i % users). ``ramp_s``
+    spreads the users' first requests evenly: user u sends at ``u * ramp_s / users`` (0: all
+    at once, AIPerf's and genai-perf's concurrency mode; AIPerf's ``--concurrency-ramp-duration``
+    and vLLM ``bench serve``'s ``--ramp-up-strategy`` ramp instead)."""
 
     users: int
     think_s: float = 0.0
+    ramp_s: float = 0.0
+
+    def __post_init__(self):
+        r = self.ramp_s
+        if isinstance(r, bool) or not isinstance(r, int | float) or not 0 <= r < float("inf"):
+            raise InputError(f"closed_loop ramp_s {r!r}: must be a finite number of seconds "
+                             ">= 0")
 
 
 @dataclass(frozen=True, eq=False)

@@ -72,6 +72,9 @@ class EngineProfile:
     capture_sizes : the batch sizes CUDA graphs are captured for
     host : the host's costs per iteration (:mod:`.host`)
     serial_s : with async scheduling, the part of an iteration that stays serial
+    moe_fp8 : with FP8 weights, whether the engine runs a mixture of experts' grouped matmuls
+        in FP8 (False: its MoE kernel keeps 16-bit experts at the 16-bit peak,
+        :class:`~.model.PerfModel`'s ``moe_fp8_compute``)
     """
 
     name: str
@@ -87,6 +90,7 @@ class EngineProfile:
     host: HostCosts = VLLM_HOST
     serial_s: float = ASYNC_SERIAL_S
     gpu_classes: str = "vllm"     # how GPUs are grouped for batch_defaults: "vllm" or "all"
+    moe_fp8: bool = True
 
     def __post_init__(self):
         if self.capacity not in CAPACITY_POLICIES:
@@ -147,6 +151,19 @@ _TRT_BATCH_SOURCE = ("trtllm-serve --max_batch_size 256, --max_num_tokens 8192 a
                      "page lists them (a mirror of the docs; another page there says 8 / 2048: "
                      "not settled, so every design may give its own)")
 
+_TRT09_MOE = ("no FP8 mixture of experts in 0.9: 'Added FP8 quantization support for Mixtral' is "
+              "in the 0.10.0 release notes (https://github.com/NVIDIA/TensorRT-LLM/releases/tag/"
+              "v0.10.0), and 0.9's MoE plugin took FP16/BF16, INT8 and INT4 weights; its FP8 "
+              "Mixtral rows are taken to run the experts in 16-bit through the plugin (the "
+              "attention and the KV cache in FP8): docs/serving-calibration.md, MoE")
+
+_TRT09_SESSION = ("TensorRT-LLM 0.9's performance page ran gptSessionBenchmark: a C++ session "
+                  "running one static batch, no scheduler between its steps (nothing to "
+                  "overlap: synchronous, no host time in the validation); the session allocates "
+                  "the whole batch's KV cache up front, for which the simulator has no policy of "
+                  "its own: max-utilization admission stands in (it admits the whole batch when "
+                  "it fits)")
+
 ENGINES: dict[str, EngineProfile] = {p.name: p for p in (
     EngineProfile(
         name="vllm-0.14", label="vLLM 0.14 (V1 engine, async scheduling)", version="0.14.0",
@@ -185,6 +202,15 @@ ENGINES: dict[str, EngineProfile] = {p.name: p for p in (
         async_supported=True, batch_defaults=((("serve", "all"), (8192, 256)),
                                               (("offline", "all"), (8192, 256))),
         gpu_classes="all"),
+    EngineProfile(
+        name="tensorrt-llm-0.9",
+        label="TensorRT-LLM 0.9 static session (gptSessionBenchmark; no FP8 mixture of experts)",
+        version="0.9.0",
+        sources=(_TRT09_SESSION, _TRT_BATCH_SOURCE, _TRT09_MOE),
+        capacity="max-utilization", preemption=("recompute",), async_scheduling=False,
+        async_supported=False, batch_defaults=((("serve", "all"), (8192, 256)),
+                                               (("offline", "all"), (8192, 256))),
+        gpu_classes="all", moe_fp8=False),
     EngineProfile(
         name="tensorrt-llm-max-utilization",
         label="TensorRT-LLM (in-flight batching, max utilization)", version="0.9-1.x",

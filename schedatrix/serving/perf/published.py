@@ -290,7 +290,7 @@ def _trt_row(g: str, model: str, tp: int, batch: int, inp: int, out: int,
     return Published(id_, _TRT_DOC, "tensorrt-llm", model, g, tp,
                      "first_token" if first else "batch_throughput", batch, inp, out, value,
                      "ms" if first else "tok/s/GPU", note, dtype="fp8" if fp8 else "bf16",
-                     engine="tensorrt-llm", known_miss=miss)
+                     engine="tensorrt-llm-0.9", known_miss=miss)
 
 
 PUBLISHED: tuple[Published, ...] = (

@@ -204,7 +204,7 @@ class Cluster:
             first = min(self.closed.users, self.n)
             for i in range(first):
                 self.session[i] = i
-                self.push(0.0, ARRIVE, i)
+                self.push(self.closed.ramp_s * i / first, ARRIVE, i)
             self.next_closed = first
         for f in self.faults:
             self.push(f.at_s, FAULT, ("start", f))

@@ -22,17 +22,21 @@ from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
 from ..perf.engines import ENGINES
 from ..perf.host import VLLM_HOST, HostCosts
+from ..perf.catalog import gpu as gpu_of
+from ..perf.kernels import efficiency, matmul_s
+from ..perf.fp8_gemm import DEEPGEMM_H800
 from ..perf.published import PUBLISHED, Published
 from ..sim.engine import simulate_fast
 
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
            "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",
-           "SHARE_AIM"]
+           "SHARE_AIM", "lone_request_s", "online_start_study",
+           "gemm_checks"]
 
 #: The engines whose rows are C++ sessions running a static batch with nothing scheduled
 #: between its steps (TensorRT-LLM's gptSessionBenchmark, NIM's TensorRT-LLM engine at
 #: concurrency 1, lmdeploy's TurboMind): no host time, every prompt prefilled in one step.
-_STATIC_NO_HOST = ("tensorrt-llm", "lmdeploy-0.1")
+_STATIC_NO_HOST = ("tensorrt-llm", "tensorrt-llm-0.9", "lmdeploy-0.1")
 _VLLM = ("vllm-0.10",)
 
 
@@ -113,7 +117,7 @@ def _span(row: Published, host: HostCosts):
     design = Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=max(n, 1),
                     max_batched_tokens=max(n * row.input_tokens, 8192) if static else None,
                     chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype,
-                    engine="vllm-0.10" if static else _profile(row), client_path="none",
+                    engine=_profile(row), client_path="none",
                     async_scheduling=False if static else None)
     run = _run(row, requests, design, host, "of the batch ")
     return float(np.max(run.done_s)), run, design
@@ -131,25 +135,55 @@ def _run(row: Published, requests: Requests, design: Design, host: HostCosts, wh
     return run
 
 
-def _online(row: Published, host: HostCosts) -> float:
+def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
     """The mean TTFT or per-request ITL (ms) of ``row.users`` clients in a closed loop, no think
-    time, ``row.requests`` requests; the first wave (one request a user, all sent at once) is a
-    warm-up and left out."""
+    time, ``row.requests`` requests; the first wave (one request a user) is a warm-up and left
+    out. The users start together, as the row's client does (AIPerf's concurrency mode sends
+    every user's first request at once); ``staggered`` spreads their starts evenly over one
+    request's time alone instead (:func:`lone_request_s`), the phases a real client's jitter
+    would leave in the steady state (:func:`online_start_study`)."""
     n = row.requests
+    ramp_s = lone_request_s(row, host) if staggered and row.users > 1 else 0.0
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
                         np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16),
-                        closed_loop=ClosedLoop(row.users))
+                        closed_loop=ClosedLoop(row.users, ramp_s=ramp_s))
     engine_flags(row)                  # refuses an engine it does not know
     # the profile of the engine that measured the row (its batch limits, scheduling and
     # capacity policy: TensorRT-LLM's guaranteed no evict), the client path as for any design
-    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
-                    cuda_graphs=row.cuda_graphs, dtype=row.dtype)
+    design = _online_design(row)
     run = _run(row, requests, design, host)
     keep = slice(min(row.users, n - 1), None)
     if row.kind == "online_ttft":
         return float(np.mean((run.first_token_s - run.arrival_s)[keep])) * 1e3
     gaps = (run.done_s - run.first_token_s) / max(row.output_tokens - 1, 1)
     return float(np.mean(gaps[keep])) * 1e3
+
+
+def _online_design(row: Published) -> Design:
+    return Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
+                  cuda_graphs=row.cuda_graphs, dtype=row.dtype)
+
+
+def lone_request_s(row: Published, host: HostCosts = VLLM_HOST) -> float:
+    """Seconds one request of ``row``'s lengths takes alone on the row's online design, from
+    its send to its last token (the model's)."""
+    one = Requests(np.zeros(1), np.array([row.input_tokens]), np.array([row.output_tokens]),
+                   np.zeros(1, np.int16))
+    run = _run(row, one, _online_design(row), host)
+    return float(run.done_s[0] - run.arrival_s[0])
+
+
+def online_start_study(rows: tuple[Published, ...] | None = None) -> dict[str, KindSummary]:
+    """The online TTFT and ITL rows replayed twice: with the users starting together (the
+    validation's replay, as the rows' client runs) and with their starts spread evenly over one
+    request's time alone; ``{"together": ..., "staggered": ...}``, each the online TTFT kind's
+    summary. Shows how much of the TTFT lean is the lockstep of a deterministic closed loop."""
+    rows = tuple(r for r in PUBLISHED if r.kind == "online_ttft") if rows is None else rows
+    out = {}
+    for name, staggered in (("together", False), ("staggered", True)):
+        checks = [Check(r, _online(r, VLLM_HOST, staggered)) for r in rows]
+        out[name] = next(k for k in summarize(checks) if k.kind == "online TTFT")
+    return out
 
 
 def check(row: Published) -> Check:
@@ -281,3 +315,19 @@ def summarize(checks: list[Check]) -> list[KindSummary]:
     for t in tests(checks):
         by_kind[kind_of(t.row)].append(t)
     return [KindSummary(k, tuple(v)) for k, v in by_kind.items()]
+
+
+def gemm_checks(gpu: str = "h100-80gb") -> list[tuple[tuple, float]]:
+    """Each row of DeepGEMM's FP8 table (:data:`..perf.fp8_gemm.DEEPGEMM_H800`) with the
+    TFLOP/s the calibrated matmul roofline gives it on ``gpu`` (the H800's SMs, FP8 peak and
+    HBM are the H100 SXM's): a dense GEMM as one matmul, a grouped one as the MoE model runs its
+    experts (:func:`..perf.moe._grouped_matmul_s`: every group's rows against its own weights,
+    the roofline homogeneous). FP8 weights at the FP8 peak; no constant is fitted to it."""
+    g, eff = gpu_of(gpu), efficiency(gpu)
+    out = []
+    for row in DEEPGEMM_H800:
+        groups, m, n, k, _ = row
+        total, mats = (m, 1) if groups == 0 else (groups * m, groups)
+        s = matmul_s(eff, g, total, k, n, weight_bytes=1, tflops=g.tflops_fp8, weights=mats)
+        out.append((row, 2.0 * total * n * k / s / 1e12))
+    return out
