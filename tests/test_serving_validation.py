@@ -67,7 +67,7 @@ def test_every_row_names_the_engine_that_measured_it():
         static, vllm_host = engine_flags(r)
         assert vllm_host == r.engine.startswith("vllm"), r.id
         assert static == (not vllm_host and not r.online), r.id   # a served load is not static
-    # TensorRT-LLM 0.9's page and its quantization blog: 0.9's static session; NIM: in-flight
+    # TensorRT-LLM 0.9's page: 0.9's static session; its quantization blog and NIM: the profile
     assert {r.engine for r in PUBLISHED if r.framework == "tensorrt-llm"} == \
         {"tensorrt-llm-0.9", "tensorrt-llm"}
     assert {r.engine for r in PUBLISHED if r.source.startswith(TRT_PAGE)} == {"tensorrt-llm-0.9"}

@@ -30,9 +30,11 @@ ratio); it takes nothing out of the count.
 ``engine`` names the profile of the engine that measured the row (``vllm-0.10``,
 ``tensorrt-llm``, ...; by default from ``framework``); ``framework`` is the project, shown in the
 row's setup. ``studies.validation.engine_flags`` turns the engine into the simulator's settings:
-vLLM's rows run vLLM's host time per iteration (:mod:`.host`); ``tensorrt-llm`` and
-``lmdeploy-0.1`` rows are C++ sessions running a static batch with no scheduler between steps,
-replayed with no host time. ``cuda_graphs`` False: the row ran without CUDA graphs (vLLM's
+vLLM's rows run vLLM's host time per iteration (:mod:`.host`); TensorRT-LLM's static rows
+(``tensorrt-llm-0.9``: its performance page; ``tensorrt-llm``: its quantization blog's fixed
+batch) and ``lmdeploy-0.1``'s are C++ sessions running a static batch with no scheduler between
+steps, replayed with no host time; NIM's ``tensorrt-llm`` rows are a served load on its
+in-flight batching. ``cuda_graphs`` False: the row ran without CUDA graphs (vLLM's
 ``enforce_eager``). ``band`` is the largest ratio error the validation accepts (latency 15%,
 throughput 20%); ``calibrates`` names the term of the host's costs the row was fitted to
 (``fitted``: shown, left out of the count, and a test checks the fit, not the model).
@@ -112,7 +114,8 @@ def _nim_rows(inp: int, out: int, users: int, ttft: float, itl: float) -> tuple:
 #: The engine profile (schedatrix/serving/perf/engines.py) of each framework's rows, unless a
 #: row names its own: vLLM's CI and PR #10058 ran vLLM's V1 engine with synchronous scheduling
 #: (the host's time per iteration is fitted to one of them); TensorRT-LLM's rows ran its C++
-#: runtime (gptSessionBenchmark: a static batch; NIM: a TensorRT-LLM engine behind a server);
+#: runtime (gptSessionBenchmark: a static batch, the performance page's rows name
+#: ``tensorrt-llm-0.9``; NIM: a TensorRT-LLM engine behind a server);
 #: lmdeploy's, its TurboMind C++ engine (no profile: replayed as a static batch with no host).
 _ENGINE_OF = {"vllm": "vllm-0.10", "tensorrt-llm": "tensorrt-llm", "lmdeploy": "lmdeploy-0.1"}
 
@@ -263,12 +266,13 @@ _TRT_PAGE: tuple[tuple[str, str, int, int, int, int, float], ...] = (
 _SHORT = {"a100-80gb": "a100", "h100-80gb": "h100", "h200": "h200", "llama-2-7b": "7b",
           "llama-2-70b": "70b", "mixtral-8x7b": "mixtral"}
 
-#: Why TensorRT-LLM 0.9's FP8 Mixtral rows beyond a short prompt miss (the numbers say it).
-_MOE_FP8_MISS = ("its FP8 experts ran far below the FP8 peak: the 2,048-token prefill took "
-                 "89.5 ms, 56% of the A100 FP16 run's 160.9 ms (in band here) where the H100's "
-                 "FP8 peak is 6.3 times the A100's BF16 peak; TensorRT-LLM 0.9's MoE plugin had "
-                 "no FP8 (docs/serving-calibration.md, MoE), while the model runs the experts' "
-                 "FP8 grouped matmuls at the dense matmuls' share of the FP8 peak")
+#: Why TensorRT-LLM 0.9's FP8 Mixtral rows miss (the numbers say it).
+_MOE_FP8_MISS = ("replayed with 16-bit experts (the tensorrt-llm-0.9 profile: 0.9 had no FP8 "
+                 "mixture of experts), they miss both ways: a first token of 128 tokens is "
+                 "slower than published (it reads 45 GB of 16-bit experts a GPU), the "
+                 "2,048-token prefills and the large batches faster; no route of the model fits "
+                 "them all (docs/serving-calibration.md, MoE: every expert run densely brings 9 "
+                 "of the 18 Mixtral rows in band, FP8 or 16-bit grouped experts 6)")
 #: Why the A100's Mixtral rows with few distinct tokens miss.
 _MOE_A100_MISS = ("faster than reading every expert at the A100's full bandwidth (46.7 GB a "
                   "GPU at 2,039 GB/s is 22.9 ms; 128 prompt tokens, or a batch of 32, touch all "
