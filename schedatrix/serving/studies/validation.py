@@ -6,7 +6,12 @@ the row's band. Two terms of the host's costs (:mod:`..perf.host`) are fitted he
 one row marked as calibrating it, because no profile in ``../shared/serving-data`` times the
 host: ``calibrate("step_s")`` (the host's time per iteration) and ``calibrate("dispatch_s")``
 (its dispatch of one eager kernel); tools/calibrate_serving.py writes both into
-:mod:`..perf.host`, and every other row tests them.
+:mod:`..perf.host`, and every other row tests them. Every replay builds its step-time model as
+the command line does (``Design.perf``, the fit's host costs passed in).
+
+``online_start_study()`` replays the online TTFT rows with the users starting together (as
+AIPerf's concurrency mode does, the validation's replay) and staggered; ``gemm_checks()`` holds
+the matmul roofline to DeepGEMM's FP8 table (:mod:`..perf.fp8_gemm`).
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ from ...errors import InputError
 from ..cluster.deployment import Design, build
 from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
-from ..perf.engines import ENGINES
-from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.catalog import gpu as gpu_of
-from ..perf.kernels import efficiency, matmul_s
+from ..perf.engines import ENGINES
 from ..perf.fp8_gemm import DEEPGEMM_H800
+from ..perf.host import VLLM_HOST, HostCosts
+from ..perf.kernels import efficiency, matmul_s
 from ..perf.published import PUBLISHED, Published
 from ..sim.engine import simulate_fast
 
@@ -41,11 +46,12 @@ _VLLM = ("vllm-0.10",)
 
 
 def engine_flags(row: Published) -> tuple[bool, bool]:
-    """(static batch, vLLM's host time) of the engine that measured ``row``: the one place a
-    row's engine profile becomes the simulator's settings (until the engine profiles of
-    schedatrix/serving/perf/engines.py set them). An online ``tensorrt-llm`` row (a served load)
-    is in-flight batching: today's scheduler (decode first, chunked prefill, 8,192 tokens a
-    step) with TensorRT-LLM's 256 sequences and no host time, not its capacity policy."""
+    """(static batch, vLLM's host time) of the engine that measured ``row``: what the engine
+    profiles of schedatrix/serving/perf/engines.py do not say (whether the row ran a static
+    session, and whether vLLM's fitted host time applies); the rest (batch limits, capacity
+    policy, async scheduling, the MoE route) reaches the replay from the row's profile through
+    ``Design.perf`` and ``build``. An online ``tensorrt-llm`` row (a served load) is in-flight
+    batching on that profile, with no host time."""
     if row.engine in _STATIC_NO_HOST:
         return not row.online, False
     if row.engine in _VLLM:
@@ -100,8 +106,9 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
 
 
 def _profile(row: Published) -> str:
-    """The engine profile (schedatrix/serving/perf/engines.py) an online row replays on: its
-    own engine's where there is one, else vLLM 0.10's (synchronous, as measured then)."""
+    """The engine profile (schedatrix/serving/perf/engines.py) a row replays on: its own
+    engine's where there is one, else vLLM 0.10's (synchronous; lmdeploy's TurboMind, whose
+    static session runs with no host time)."""
     return row.engine if row.engine in ENGINES else "vllm-0.10"
 
 
