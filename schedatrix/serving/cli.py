@@ -20,6 +20,7 @@ from .intake.toml_tables import out_folder
 from .numbers import positive_arg as _positive
 from .perf.catalog import DTYPES, GPUS, MODELS
 from .perf.engines import DEFAULT_ENGINE, ENGINES
+from .perf.spec_decode import SPEC_METHODS
 
 __all__ = ["add_serving_parser"]
 
@@ -37,6 +38,18 @@ def _expert_skew(text):
         raise argparse.ArgumentTypeError(f"--expert-skew must be a number, got {text!r}") from None
     if not 0 <= v < float("inf"):
         raise argparse.ArgumentTypeError(f"--expert-skew must be 0 or more, got {text!r}")
+    return v
+
+
+def _spec_accept(text):
+    """--spec-accept: a number from 0 to 1."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--spec-accept must be a number, got {text!r}") from None
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"--spec-accept must be from 0 to 1 (the chance a "
+                                         f"drafted token is accepted), got {text!r}")
     return v
 
 
@@ -132,6 +145,14 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--expert-skew", type=_expert_skew, metavar="S",
                    help="routing skew of a mixture-of-experts model: the Zipf exponent of its "
                         "experts' popularity, 0 (default) uniform; refused for a dense model")
+    g.add_argument("--spec-method", choices=SPEC_METHODS,
+                   help="speculative decoding: none (default), ngram, eagle or draft")
+    g.add_argument("--spec-tokens", type=_positive(int, "--spec-tokens"), metavar="K",
+                   help="tokens drafted a step (default: the method's)")
+    g.add_argument("--spec-accept", type=_spec_accept, metavar="A",
+                   help="chance a drafted token is accepted, 0 to 1 (default: the method's)")
+    g.add_argument("--draft-model", choices=sorted(MODELS),
+                   help="the model that drafts, with --spec-method draft")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -300,7 +321,9 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
                  "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep",
                  "expert_skew": "expert_skew", "engine": "engine",
-                 "async_scheduling": "async_scheduling"}
+                 "async_scheduling": "async_scheduling", "spec_method": "spec_method",
+                 "spec_tokens": "spec_tokens", "spec_accept": "spec_accept",
+                 "draft_model": "draft_model"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}

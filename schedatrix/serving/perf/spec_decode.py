@@ -59,10 +59,13 @@ from .host import HostCosts
 from .kernels import matmul_s
 from .model import GPU_MEMORY_UTILIZATION, PerfModel
 
-__all__ = ["SPEC_METHODS", "SpecDecode", "SpecPerfModel", "expected_tokens", "DEFAULT_TOKENS",
+__all__ = ["SPEC_METHODS", "SPEC_SYNC_ONLY", "SpecDecode", "SpecPerfModel", "expected_tokens", "DEFAULT_TOKENS",
            "DEFAULT_ACCEPT", "ACCEPT_SOURCES", "NGRAM_LOOKUP_S", "MAX_SPEC_TOKENS"]
 
 SPEC_METHODS = ("none", "ngram", "eagle", "draft")
+#: The methods vLLM 0.14 runs without async scheduling (PR #31998: on by default with EAGLE/MTP
+#: only, "disabled implicitly for non-EAGLE/MTP types").
+SPEC_SYNC_ONLY = ("ngram", "draft")
 #: The most drafted tokens a step may propose (vLLM's examples go to 7; more is refused).
 MAX_SPEC_TOKENS = 16
 #: K by method: vLLM's documentation examples (EAGLE: ``num_speculative_tokens`` 3; n-gram and a
@@ -307,7 +310,7 @@ def _draft_model(base, name: str):
                          f"{target.name} of {target.vocab}; allowed: a model that shares the "
                          "target's tokenizer: " + ", ".join(
                              n for n, m in MODELS.items() if m.vocab == target.vocab
-                             and n != target.name))
+                             and m.params < target.params))
     if draft.params >= target.params:
         raise InputError(f"draft_model: {name!r} is not smaller than {target.name}; allowed: "
                          "a smaller model of the same vocabulary")

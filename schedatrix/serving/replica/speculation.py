@@ -7,7 +7,9 @@ accepted with probability ``a`` when those before it were. The draws come from o
 request, seeded by the run's seed and the request's index, so they do not depend on the order
 in which a simulator reaches its requests: the reference and the fast simulator draw the same
 tokens for the same request's same step. A step emits ``1 + accepted`` tokens, no more than the
-request still has to give.
+request still has to give; they leave together, so the request's inter-token gap is one per
+step (as ``vllm bench serve`` times ITL between streamed chunks) while its TPOT, (end - first
+token) / (tokens - 1), counts every token.
 
 **KV**: a verification writes K + 1 tokens per sequence, so a sequence with ``c`` tokens cached
 takes the blocks of ``c + K + 1`` at the step's start and gives back those past its accepted

@@ -510,12 +510,11 @@ class FastEngine(SchedulerBase):
 
     def spec_accepted(self) -> None:
         """After a verification (the step counter already past it): each decoder's accepted
-        drafted tokens join it (its aggregates rewritten), their gaps of 0 are recorded, the
-        lookahead past them goes back."""
+        drafted tokens join it (its aggregates rewritten; they left with the step's token, in
+        its one gap), the lookahead past them goes back."""
         sim, G, k, B = self.sim, self.G, self.spec_k, self.B
-        out, cls = sim.out, sim.cls
+        out = sim.out
         back = 0
-        extra_w = [0] * sim.n_classes
         for i, (g, c, gen) in list(self.dec.items()):
             steps = G - g
             before = c + steps - 1                       # cached at the step's start
@@ -526,9 +525,7 @@ class FastEngine(SchedulerBase):
                 sim.computed[i] += got - 1
                 sim.generated[i] += got - 1
                 self.dec_add(i)
-                extra_w[cls[i]] += got - 1
         self.cache.release(back)
-        sim.gaps.add(0.0, 0.0, 1, extra_w)
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""

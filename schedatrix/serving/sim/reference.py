@@ -309,8 +309,7 @@ class StepEngine(SchedulerBase):
                     sim.own[i] -= back
                 sim.computed[i] += got
                 sim.generated[i] += got
-                for _ in range(got):
-                    self.emit(i, t)
+                self.emit(i, t)      # a step's tokens leave together: one gap (one chunk)
                 if sim.generated[i] >= sim.out[i]:
                     finishing.append(i)
         for i, tokens, dec in batch:
