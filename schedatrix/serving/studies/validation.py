@@ -24,7 +24,9 @@ from ..perf.engines import ENGINES
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.model import PerfModel
 from ..perf.published import PUBLISHED, Published
+from ..perf.published_spec import SPEC_PUBLISHED
 from ..sim.engine import simulate_fast
+from .spec_validation import is_spec, replay_spec
 
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
            "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",
@@ -74,6 +76,8 @@ def _host(row: Published, host: HostCosts) -> HostCosts:
 
 def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     """The model's figure for ``row`` (in the row's unit), with vLLM's host costs ``host``."""
+    if is_spec(row):                  # speculative decoding: its own replay (.spec_validation)
+        return replay_spec(row, host)
     if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
         bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
         return bf16 / fp8
@@ -154,7 +158,7 @@ def check(row: Published) -> Check:
     return Check(row, replay(row))
 
 
-def validate(rows: tuple[Published, ...] = PUBLISHED) -> list[Check]:
+def validate(rows: tuple[Published, ...] = PUBLISHED + SPEC_PUBLISHED) -> list[Check]:
     """Every row against the model."""
     return [check(r) for r in rows]
 
@@ -201,6 +205,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "FP8 speedup": ("fp8_speedup",),
     "online TTFT": ("online_ttft",),
     "online ITL": ("online_itl",),
+    "speculative TPOT": ("spec_itl",),
 }
 
 
