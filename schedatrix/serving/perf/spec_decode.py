@@ -59,8 +59,9 @@ from .host import HostCosts
 from .kernels import matmul_s
 from .model import GPU_MEMORY_UTILIZATION, PerfModel
 
-__all__ = ["SPEC_METHODS", "SPEC_SYNC_ONLY", "SpecDecode", "SpecPerfModel", "expected_tokens", "DEFAULT_TOKENS",
-           "DEFAULT_ACCEPT", "ACCEPT_SOURCES", "NGRAM_LOOKUP_S", "MAX_SPEC_TOKENS"]
+__all__ = ["SPEC_METHODS", "SPEC_SYNC_ONLY", "SpecDecode", "SpecPerfModel", "expected_tokens",
+           "DEFAULT_TOKENS", "DEFAULT_ACCEPT", "ACCEPT_SOURCES", "NGRAM_LOOKUP_S",
+           "MAX_SPEC_TOKENS"]
 
 SPEC_METHODS = ("none", "ngram", "eagle", "draft")
 #: The methods vLLM 0.14 runs without async scheduling (PR #31998: on by default with EAGLE/MTP
