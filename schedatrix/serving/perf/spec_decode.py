@@ -24,10 +24,12 @@ A step of a replica that speculates (vLLM's ``speculative_config``) has three pa
 The gain falls with the batch: at a small batch a step is memory-bound and K + 1 tokens cost
 about what one does; as ``batch x (K + 1)`` grows the matmuls turn compute-bound, the step
 crosses CUDA graphs' largest captured size (512 tokens) and runs eagerly, and the verification
-costs more than the tokens it saves. vLLM does not adapt K to the load (V0 had
-``speculative_disable_by_batch_size``, which turned speculation off above a queue size; V1
-dropped it: https://docs.vllm.ai/en/v0.10.0/features/spec_decode.html lists no such knob), so
-neither does this model: the user picks whether to speculate at a load, as the lesson does.
+costs more than the tokens it saves. The model speculates at every batch size with a fixed K,
+as a vLLM V1 engine started with a ``speculative_config`` does; vLLM V0's switch that stopped
+speculating above a queue size (``speculative_disable_by_batch_size``,
+https://github.com/vllm-project/vllm/pull/5000) and the dynamic speculation length its RFC
+proposed (https://github.com/vllm-project/vllm/issues/4565) are not modelled: whether to
+speculate at a load is the user's choice, and the lesson's.
 
 **Async scheduling** (vLLM PR #24799, https://github.com/vllm-project/vllm/pull/24799): the
 host prepares the next step while the draft runs, but waits for the target's forward pass, so
