@@ -232,3 +232,14 @@ def test_the_toml_keys_and_the_flags_give_the_same_run(tmp_path):
     a, b = json.loads(toml.stdout)["designs"][0], json.loads(flags.stdout)["designs"][0]
     assert a["tpot_p50"] == b["tpot_p50"] and "spec draft" in a["design"]["name"]
     assert a["design"]["spec_method"] == "draft" and a["design"]["draft_model"] == "llama-3.2-3b"
+
+
+def test_the_event_log_has_every_token_of_a_speculating_run():
+    from schedatrix.serving.sim.event_log import event_log, logged_run
+    n = 6
+    req = Requests(np.arange(n) * 0.5, np.full(n, 100, np.int64), np.full(n, 40, np.int64),
+                   np.zeros(n, np.int16))
+    run = logged_run(req, Design(model="llama-3.1-8b", gpu="h100-80gb", spec_method="ngram"))
+    tokens = [e for e in event_log(run) if e[2] == "token"]
+    assert len(tokens) == 40 * n
+    assert len({(t, i) for t, i, _ in tokens}) < 40 * n   # some left together, one chunk

@@ -41,18 +41,6 @@ def _expert_skew(text):
     return v
 
 
-def _spec_accept(text):
-    """--spec-accept: a number from 0 to 1."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--spec-accept must be a number, got {text!r}") from None
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"--spec-accept must be from 0 to 1 (the chance a "
-                                         f"drafted token is accepted), got {text!r}")
-    return v
-
-
 def _engine(text):
     """--engine: one of the engine profiles."""
     if text not in ENGINES:
@@ -76,16 +64,22 @@ def _runs_arg(text):
     return _positive(int, "--runs")(text)
 
 
-def _at_least_zero(flag):
+def _in_range(flag, low: float, high: float, why: str = ""):
+    """A flag's number from ``low`` to ``high`` (``why``: what it is, in the refusal)."""
     def parse(text):
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
-        if not 0 <= v <= 1000:
-            raise argparse.ArgumentTypeError(f"{flag} must be from 0 to 1000, got {text!r}")
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"{flag} must be from {low:g} to {high:g}{why}, "
+                                             f"got {text!r}")
         return v
     return parse
+
+
+def _at_least_zero(flag):
+    return _in_range(flag, 0, 1000)
 
 
 def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
@@ -149,7 +143,8 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="speculative decoding: none (default), ngram, eagle or draft")
     g.add_argument("--spec-tokens", type=_positive(int, "--spec-tokens"), metavar="K",
                    help="tokens drafted a step (default: the method's)")
-    g.add_argument("--spec-accept", type=_spec_accept, metavar="A",
+    g.add_argument("--spec-accept", metavar="A", type=_in_range(
+                       "--spec-accept", 0, 1, " (the chance a drafted token is accepted)"),
                    help="chance a drafted token is accepted, 0 to 1 (default: the method's)")
     g.add_argument("--draft-model", choices=sorted(MODELS),
                    help="the model that drafts, with --spec-method draft")

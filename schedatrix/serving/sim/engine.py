@@ -16,7 +16,10 @@ arrival, exactly where the reference would first see the new request (with async
 the request waits in the inbox one iteration more, and that iteration runs alone). With async
 scheduling a decode iteration takes ``max(floor, a + b * S)`` (:meth:`PerfModel.decode_floor`):
 a stretch starting below the floor runs at the floor until the line would cross it, then
-another stretch follows the line. The fleet around the
+another stretch follows the line. A replica that speculates (:mod:`..replica.speculation`)
+runs every iteration as its own event: each decoder gains the tokens its verification accepted,
+a number drawn per sequence, so no stretch has a closed form and the cost grows with
+iterations, as the reference's does. The fleet around the
 schedulers (routing, admission, faults, retries, the prefill/decode link) is
 :mod:`.cluster`, shared with the reference.
 """

@@ -35,6 +35,11 @@ work it starts an iteration at time ``t``:
    At its end every decoding request has one more token; a request whose prompt (plus, after a
    preemption, its earlier output) is now all in the cache emits a token (its first: TTFT); a
    request with all its output tokens is done and frees its KV.
+
+**Speculating** (``perf.spec``, :mod:`~..replica.speculation`): a decoding request takes K + 1
+tokens of the budget and the KV blocks of its K + 1 verified tokens; at the iteration's end it
+gains one token plus the drafted tokens its verification accepted (drawn from its own stream,
+no more than it still has to give), all leaving at once, and gives back the blocks past them.
 """
 
 from __future__ import annotations
@@ -310,6 +315,8 @@ class StepEngine(SchedulerBase):
                 sim.computed[i] += got
                 sim.generated[i] += got
                 self.emit(i, t)      # a step's tokens leave together: one gap (one chunk)
+                if got > 1:
+                    self.emit_more(i, t, got - 1)
                 if sim.generated[i] >= sim.out[i]:
                     finishing.append(i)
         for i, tokens, dec in batch:
@@ -344,6 +351,10 @@ class StepEngine(SchedulerBase):
         self.note_kv(t)
         self.add_start(t)
 
+    def emit_more(self, i: int, t: float, n: int) -> None:
+        """n more tokens of request i leave at t with the one just emitted (speculation's
+        accepted drafts): no gaps of their own; a run keeping token times keeps them."""
+
     def crash(self, t: float) -> list[int]:
         """Everything here is lost at t (the iteration in flight too); returns the requests."""
         return self.forget(sorted(self.waiting + self.running + [i for _, i in self.inbox]
@@ -367,7 +378,11 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
             times[i].append(t)
             emit(self, i, t)
 
-        sim.engines = [[_with_emit(e, keeping) for e in es] for es in sim.engines]
+        def keeping_more(self, i, t, n):
+            times[i].extend([t] * n)
+
+        sim.engines = [[_with_emit(e, keeping, keeping_more) for e in es]
+                       for es in sim.engines]
     run = sim.run()
     if keep_tokens:
         for i in range(len(requests)):   # a first token after a KV move leaves at the move
@@ -381,6 +396,7 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
     return run
 
 
-def _with_emit(engine: StepEngine, emit) -> StepEngine:
+def _with_emit(engine: StepEngine, emit, emit_more) -> StepEngine:
     engine.emit = emit.__get__(engine)
+    engine.emit_more = emit_more.__get__(engine)
     return engine
