@@ -243,3 +243,12 @@ def test_the_event_log_has_every_token_of_a_speculating_run():
     tokens = [e for e in event_log(run) if e[2] == "token"]
     assert len(tokens) == 40 * n
     assert len({(t, i) for t, i, _ in tokens}) < 40 * n   # some left together, one chunk
+
+
+def test_the_same_seed_gives_the_same_speculating_run_and_another_seed_another():
+    req = poisson_load(n=150, rate=20, seed=4, out=(20, 120))
+    perf, cfg, lay = SpecPerfModel(BASE, SPECS["eagle"]), SchedulerConfig(32, 512), layout(1, 400)
+    a, b = (simulate_fast(req, perf, cfg, lay, Policy(seed=9)) for _ in range(2))
+    c = simulate_fast(req, perf, cfg, lay, Policy(seed=10))
+    assert np.array_equal(a.done_s, b.done_s) and a.iterations == b.iterations
+    assert not np.array_equal(a.done_s, c.done_s)
