@@ -59,7 +59,7 @@ from ...errors import InputError
 from .catalog import BYTES_PER_PARAM, MODELS
 from .host import HostCosts
 from .kernels import matmul_s
-from .model import GPU_MEMORY_UTILIZATION, PerfModel
+from .model import GPU_MEMORY_UTILIZATION, PerfModel, _check_batch
 
 __all__ = ["SPEC_METHODS", "SPEC_SYNC_ONLY", "SpecDecode", "SpecPerfModel", "expected_tokens",
            "DEFAULT_TOKENS", "DEFAULT_ACCEPT", "ACCEPT_SOURCES", "NGRAM_LOOKUP_S",
@@ -203,7 +203,7 @@ class SpecPerfModel:
     # -- one step ------------------------------------------------------------------------
     def iteration_s(self, prefill_chunks=(), n_decode: int = 0,
                     decode_context_tokens: int = 0) -> float:
-        chunks = list(prefill_chunks)
+        chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
         base = self.base
         if sum(c[0] for c in chunks) + n_decode == 0:
             return 0.0
