@@ -21,6 +21,7 @@ from schedatrix.serving.load.workload import Load
 from schedatrix.serving.perf.host import VLLM_HOST
 from schedatrix.serving.perf.model import CUDA_GRAPH_MAX_TOKENS, PerfModel
 from schedatrix.serving.perf.published import PUBLISHED, UNREPLAYED
+from schedatrix.serving.perf.published_spec import SPEC_PUBLISHED
 from schedatrix.serving.studies.capacity import goodput_capacity
 from schedatrix.serving.studies.validation import (
     KINDS,
@@ -32,7 +33,7 @@ from schedatrix.serving.studies.validation import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTED = [r for r in PUBLISHED if not r.fitted]
+TESTED = [r for r in PUBLISHED + SPEC_PUBLISHED if not r.fitted]
 TRT_PAGE = "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md"
 
 

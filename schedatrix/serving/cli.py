@@ -20,6 +20,7 @@ from .intake.toml_tables import out_folder
 from .numbers import positive_arg as _positive
 from .perf.catalog import DTYPES, GPUS, MODELS
 from .perf.engines import DEFAULT_ENGINE, ENGINES
+from .perf.spec_decode import SPEC_METHODS
 
 __all__ = ["add_serving_parser"]
 
@@ -63,16 +64,22 @@ def _runs_arg(text):
     return _positive(int, "--runs")(text)
 
 
-def _at_least_zero(flag):
+def _in_range(flag, low: float, high: float, why: str = ""):
+    """A flag's number from ``low`` to ``high`` (``why``: what it is, in the refusal)."""
     def parse(text):
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
-        if not 0 <= v <= 1000:
-            raise argparse.ArgumentTypeError(f"{flag} must be from 0 to 1000, got {text!r}")
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"{flag} must be from {low:g} to {high:g}{why}, "
+                                             f"got {text!r}")
         return v
     return parse
+
+
+def _at_least_zero(flag):
+    return _in_range(flag, 0, 1000)
 
 
 def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
@@ -132,6 +139,15 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--expert-skew", type=_expert_skew, metavar="S",
                    help="routing skew of a mixture-of-experts model: the Zipf exponent of its "
                         "experts' popularity, 0 (default) uniform; refused for a dense model")
+    g.add_argument("--spec-method", choices=SPEC_METHODS,
+                   help="speculative decoding: none (default), ngram, eagle or draft")
+    g.add_argument("--spec-tokens", type=_positive(int, "--spec-tokens"), metavar="K",
+                   help="tokens drafted a step (default: the method's)")
+    g.add_argument("--spec-accept", metavar="A", type=_in_range(
+                       "--spec-accept", 0, 1, " (the chance a drafted token is accepted)"),
+                   help="chance a drafted token is accepted, 0 to 1 (default: the method's)")
+    g.add_argument("--draft-model", choices=sorted(MODELS),
+                   help="the model that drafts, with --spec-method draft")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -300,7 +316,9 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
                  "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep",
                  "expert_skew": "expert_skew", "engine": "engine",
-                 "async_scheduling": "async_scheduling"}
+                 "async_scheduling": "async_scheduling", "spec_method": "spec_method",
+                 "spec_tokens": "spec_tokens", "spec_accept": "spec_accept",
+                 "draft_model": "draft_model"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}

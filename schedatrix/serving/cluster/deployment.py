@@ -37,6 +37,9 @@ engine's host time per iteration unless ``host_ms`` gives another (:mod:`..perf.
 ``dtype`` (``bf16`` or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or each
 side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew``
 (0: uniform) is the Zipf exponent of its routing (:mod:`..perf.moe`; refused for a dense model).
+``spec_method`` (``none``, ``ngram``, ``eagle``, ``draft``), ``spec_tokens``, ``spec_accept`` and
+``draft_model`` make every replica speculate (:mod:`..perf.spec_decode`); with ``ngram`` or
+``draft`` the engine's async scheduling is off, as vLLM turns it off for them.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
 from ..perf.host import HostCosts, host_costs
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
+from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
 from .admission import Admission
 from .faults import Resilience
@@ -105,6 +109,10 @@ class Design:
     engine: str | None = None
     async_scheduling: bool | None = None
     client_path: str | ClientPath = "vllm"
+    spec_method: str = "none"
+    spec_tokens: int | None = None
+    spec_accept: float | None = None
+    draft_model: str | None = None
 
     def __post_init__(self):
         model(self.model)
@@ -126,6 +134,17 @@ class Design:
                 raise InputError(f"async_scheduling: {self.async_scheduling!r}; allowed: true "
                                  "or false (on or off on the command line)")
             profile.check_async(self.async_scheduling)
+        spec = self.spec()      # refuses a bad method, K, rate or draft model, naming it
+        if spec.on:
+            if not profile.name.startswith("vllm"):
+                raise InputError(f"spec_method: {spec.method!r} with engine {profile.name}; "
+                                 "speculative decoding is modelled as vLLM runs it (allowed: "
+                                 "spec_method none, or a vLLM engine: " + ", ".join(
+                                     n for n in ENGINES if n.startswith("vllm")) + ")")
+            if self.async_scheduling is True and spec.method in SPEC_SYNC_ONLY:
+                raise InputError(f"async_scheduling: on with spec_method {spec.method!r}; vLLM "
+                                 "schedules asynchronously only with EAGLE (allowed: off, or "
+                                 "spec_method eagle)")
         if self.priority_preemption is True and not profile.preemption:
             raise InputError(f"priority_preemption: true with engine {profile.name}; "
                              f"{profile.label} never preempts a started request (allowed: "
@@ -243,7 +262,14 @@ class Design:
         ``async_scheduling`` says)."""
         if self.async_scheduling is not None:
             return self.async_scheduling
+        if self.spec_method in SPEC_SYNC_ONLY:   # vLLM turns it off for these (PR #31998)
+            return False
         return self.engine_profile().async_scheduling
+
+    def spec(self) -> SpecDecode:
+        """How the replicas speculate (:mod:`..perf.spec_decode`)."""
+        return SpecDecode(self.spec_method, self.spec_tokens, self.spec_accept,
+                          self.draft_model)
 
     def preemption_mode(self) -> str:
         """``preemption``, or the engine's first mode (recompute when it never preempts)."""
@@ -337,6 +363,8 @@ class Design:
         if self.async_scheduling is not None and \
                 self.async_scheduling != self.engine_profile().async_scheduling:
             text += f", async {'on' if self.async_scheduling else 'off'}"
+        if self.spec_method != "none":
+            text += f", spec {self.spec().label()}"
         return text
 
     def admission(self) -> Admission:
@@ -358,11 +386,13 @@ class Design:
         profile = self.engine_profile()
         if host is None:
             host = profile.host if self.host_ms is None else host_costs(self.host_ms / 1000)
-        return PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
+        perf = PerfModel(self.model, self.gpu_of(role), tp=self.tp_of(role), pp=self.pp,
                          inter_node=self.inter_node, cuda_graphs=self.cuda_graphs, host=host,
                          ep=self.ep, dtype=self.dtype, expert_skew=self.expert_skew,
                          async_scheduling=self.async_on(), serial_s=profile.serial_s,
                          moe_fp8_compute=profile.moe_fp8)
+        spec = self.spec()
+        return SpecPerfModel(perf, spec) if spec.on else perf
 
     def single_machine(self) -> bool:
         """One replica on one machine (nothing distributed)."""

@@ -38,6 +38,8 @@ class SchedulerBase:
         self.perf = sim.perfs[role]                 # this side's performance model
         self.lines = sim.lines[role]                # its decode lines, by batch size
         self.kv_tok_bytes = getattr(self.perf, "kv_bytes_per_token_per_gpu", 0)
+        spec = getattr(self.perf, "spec", None)      # speculative decoding (..perf.spec_decode)
+        self.spec_k = spec.tokens if spec is not None and spec.on else 0
         self.version = 0
         self.peak = 0.0
         self.hits_before = 0
@@ -177,6 +179,12 @@ class SchedulerBase:
             cache.unpin(sim.req.hashes(i), sim.pinned[i])
             sim.pinned[i] = 0
         self.transferring.discard(i)
+
+    def spec_out(self, i: int, left: int) -> int:
+        """Tokens request i's verification emits: one plus the drafted tokens it accepts,
+        at most ``left`` (:mod:`.speculation`)."""
+        got = 1 + self.sim.spec_draws.next(i)
+        return got if got < left else left
 
     def emit(self, i: int, t: float) -> None:
         """A token leaves: its first (TTFT), or one whose gap since the last is recorded."""

@@ -16,7 +16,10 @@ arrival, exactly where the reference would first see the new request (with async
 the request waits in the inbox one iteration more, and that iteration runs alone). With async
 scheduling a decode iteration takes ``max(floor, a + b * S)`` (:meth:`PerfModel.decode_floor`):
 a stretch starting below the floor runs at the floor until the line would cross it, then
-another stretch follows the line. The fleet around the
+another stretch follows the line. A replica that speculates (:mod:`..replica.speculation`)
+runs every iteration as its own event: each decoder gains the tokens its verification accepted,
+a number drawn per sequence, so no stretch has a closed form and the cost grows with
+iterations, as the reference's does. The fleet around the
 schedulers (routing, admission, faults, retries, the prefill/decode link) is
 :mod:`.cluster`, shared with the reference.
 """
@@ -33,6 +36,7 @@ from ..figures.record import Run
 from ..load.requests import Requests
 from ..replica.knobs import SchedulerConfig
 from ..replica.scheduler import SchedulerBase
+from ..replica.speculation import kept_blocks, lookahead_blocks
 from .events import END, START, Cluster
 
 __all__ = ["simulate_fast", "FastEngine"]
@@ -186,8 +190,13 @@ class FastEngine(SchedulerBase):
             if not self.running and not self.waiting:
                 self.take_inbox(t, idle=True)
         n = len(self.dec)
-        need_dec = self.mod[-self.G % self.B] if n else 0
-        budget = sim.cfg.max_batched_tokens - n
+        k_spec = self.spec_k
+        if k_spec:       # each decoder verifies K + 1 tokens: their KV, their budget
+            need_dec = self.spec_need()
+            budget = sim.cfg.max_batched_tokens - n * (1 + k_spec)
+        else:
+            need_dec = self.mod[-self.G % self.B] if n else 0
+            budget = sim.cfg.max_batched_tokens - n
         if self.prefilling:
             chunks, need, budget = self.plan_chunks(budget, need_dec)
         else:
@@ -196,7 +205,7 @@ class FastEngine(SchedulerBase):
         if need > available:
             self.step_exact(t)
             return
-        if n and not chunks and not self.inbox and not (
+        if n and not chunks and not self.inbox and not k_spec and not (
                 self.waiting and self.admissible(available - need_dec, budget)):
             if not (sim.link and self.link_down(t)):
                 g_done, i, entry = self.done_heap[0]
@@ -287,8 +296,8 @@ class FastEngine(SchedulerBase):
         budget can't take it; ``room`` = the KV room it needs (its blocks, plus the cached
         prefix entries it would pin that now count as free)."""
         sim, cache, B = self.sim, self.cache, self.B
-        if sim.ready[i]:   # arrived with its KV: decodes at once
-            blocks = -(-(sim.computed[i] + 1) // B)
+        if sim.ready[i]:   # arrived with its KV: decodes at once (K + 1 tokens speculating)
+            blocks = -(-(sim.computed[i] + 1 + self.spec_k) // B)
             return 1, blocks, blocks
         target = sim.inp[i] + sim.generated[i]
         if sim.swapped[i]:  # its KV comes back from host memory: no prefix lookup
@@ -348,6 +357,7 @@ class FastEngine(SchedulerBase):
                 sim.own[i] = blocks
                 self.dec_add(i)
                 new_dec.append(i)
+                budget -= self.spec_k     # its drafted tokens' share of the budget
             elif sim.swapped[i]:
                 sim.swapped[i] = False
                 swap_in += sim.computed[i]
@@ -379,10 +389,10 @@ class FastEngine(SchedulerBase):
         and this iteration's blocks back) and preempt it. Returns the budget it frees."""
         if i in self.dec:
             g, c, _ = self.dec[i]
-            extra = 1 if (c + self.G - g) % self.B == 0 else 0   # its block for this step
+            extra = self.step_blocks(c + self.G - g)    # its blocks for this step
             self.preempt(i, t)
             self.cache.release(extra)
-            return 1
+            return 1 + self.spec_k
         for k, (j, c) in enumerate(chunks):
             if j == i:
                 del chunks[k]
@@ -398,6 +408,7 @@ class FastEngine(SchedulerBase):
         order = sorted(self.running.values())
         decs_left = len(self.dec)
         budget = cfg.max_batched_tokens
+        width = 1 + self.spec_k
         chunks: list = []
         preempted = False
         k = 0
@@ -408,9 +419,10 @@ class FastEngine(SchedulerBase):
             if is_dec:
                 decs_left -= 1
                 g, c, _ = self.dec[i]
-                tokens, blocks = 1, (1 if (c + self.G - g) % B == 0 else 0)
+                tokens, blocks = 1, self.step_blocks(c + self.G - g)
             else:
-                tokens = max(0, min(self.target[i] - sim.computed[i], budget - decs_left))
+                tokens = max(0, min(self.target[i] - sim.computed[i],
+                                    budget - decs_left * width))
                 blocks = -(-(sim.computed[i] + tokens) // B) - self.held(i) if tokens else 0
             while blocks > cache.available:
                 victim = order.pop()
@@ -425,7 +437,7 @@ class FastEngine(SchedulerBase):
                 if not is_dec and tokens:
                     sim.own[i] += blocks
                     chunks.append((i, tokens))
-                budget -= tokens
+                budget -= width if is_dec else tokens
                 k += 1
                 continue
             break   # the request itself was preempted: everything after it is gone too
@@ -486,6 +498,37 @@ class FastEngine(SchedulerBase):
         cache = self.cache
         if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
+
+    # -- speculative decoding (..replica.speculation) ----------------------------------------
+    def step_blocks(self, computed: int) -> int:
+        """New KV blocks a decoder with ``computed`` tokens cached takes for this step."""
+        if self.spec_k:
+            return lookahead_blocks(computed, self.spec_k, self.B)
+        return 1 if computed % self.B == 0 else 0
+
+    def spec_need(self) -> int:
+        """KV blocks the decoders' verifications take this step (each decoder's own)."""
+        G, k, B = self.G, self.spec_k, self.B
+        return sum(lookahead_blocks(c + G - g, k, B) for g, c, _ in self.dec.values())
+
+    def spec_accepted(self) -> None:
+        """After a verification (the step counter already past it): each decoder's accepted
+        drafted tokens join it (its aggregates rewritten; they left with the step's token, in
+        its one gap), the lookahead past them goes back."""
+        sim, G, k, B = self.sim, self.G, self.spec_k, self.B
+        out = sim.out
+        back = 0
+        for i, (g, c, gen) in list(self.dec.items()):
+            steps = G - g
+            before = c + steps - 1                       # cached at the step's start
+            got = self.spec_out(i, out[i] - (gen + steps - 1))
+            back += kept_blocks(before, k, got, B)
+            if got > 1:
+                self.dec_remove(i)
+                sim.computed[i] += got - 1
+                sim.generated[i] += got - 1
+                self.dec_add(i)
+        self.cache.release(back)
 
     def done_top(self) -> int:
         """The step counter at which the next decoder ends (dropping stale heap entries)."""
@@ -590,6 +633,8 @@ class FastEngine(SchedulerBase):
         sim.gaps.add(t - t0, 0.0, 1, weights)
         self.G += 1
         sim.iterations += 1
+        if self.spec_k and self.dec:
+            self.spec_accepted()
         computed, target = sim.computed, self.target
         for i, c in chunks:
             computed[i] += c

@@ -21,6 +21,7 @@ from ..cluster.routing import make_router
 from ..figures.record import COMPLETED, FAILED, REJECTED, UNFINISHED, GapRecord, Run
 from ..load.requests import Requests
 from ..replica.knobs import SchedulerConfig
+from ..replica.speculation import AcceptanceDraws
 
 __all__ = ["Cluster", "END", "FAULT", "ARRIVE", "START"]
 
@@ -149,6 +150,9 @@ class Cluster:
         self.retried = 0
         self.link_free = [0.0] * len(layout.replicas)
         self.link_busy = 0.0
+        spec = next((p.spec for p in self.perfs.values() if getattr(p, "spec", None)), None)
+        self.spec_draws = (AcceptanceDraws(policy.seed, spec.accept, spec.tokens)
+                           if spec is not None and spec.on else None)
         self.engines = [[engine_cls(self, r, plan.role, plan.kv_blocks)
                          for _ in range(plan.engines)]
                         for r, plan in enumerate(layout.replicas)]

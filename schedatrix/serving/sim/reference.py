@@ -35,6 +35,11 @@ work it starts an iteration at time ``t``:
    At its end every decoding request has one more token; a request whose prompt (plus, after a
    preemption, its earlier output) is now all in the cache emits a token (its first: TTFT); a
    request with all its output tokens is done and frees its KV.
+
+**Speculating** (``perf.spec``, :mod:`~..replica.speculation`): a decoding request takes K + 1
+tokens of the budget and the KV blocks of its K + 1 verified tokens; at the iteration's end it
+gains one token plus the drafted tokens its verification accepted (drawn from its own stream,
+no more than it still has to give), all leaving at once, and gives back the blocks past them.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from ..figures.record import Run
 from ..load.requests import Requests
 from ..replica.knobs import SchedulerConfig
 from ..replica.scheduler import SchedulerBase
+from ..replica.speculation import kept_blocks, lookahead_blocks
 from .events import END, START, Cluster
 
 __all__ = ["simulate_reference", "StepEngine"]
@@ -135,17 +141,21 @@ class StepEngine(SchedulerBase):
         order = list(self.running)
         decs_left = sum(i in self.decoding for i in order)
         budget = cfg.max_batched_tokens
+        k = self.spec_k          # drafted tokens a decoder verifies (0: no speculation)
+        width = 1 + k            # budget tokens a decoder takes
         batch: list = []
         preempted = False
-        k = 0
-        while k < len(order):
-            i = order[k]
+        n = 0
+        while n < len(order):
+            i = order[n]
             if i in self.decoding:
                 decs_left -= 1
                 tokens = 1
-                blocks = 1 if sim.computed[i] % cfg.block_tokens == 0 else 0
+                blocks = lookahead_blocks(sim.computed[i], k, cfg.block_tokens) if k else (
+                    1 if sim.computed[i] % cfg.block_tokens == 0 else 0)
             else:
-                tokens = max(0, min(self.target[i] - sim.computed[i], budget - decs_left))
+                tokens = max(0, min(self.target[i] - sim.computed[i],
+                                    budget - decs_left * width))
                 blocks = self.blocks_for(sim.computed[i] + tokens) - self.held(i) if tokens \
                     else 0
             dropped_self = False
@@ -164,8 +174,8 @@ class StepEngine(SchedulerBase):
             sim.own[i] += blocks
             if tokens:
                 batch.append([i, tokens, i in self.decoding])
-            budget -= tokens
-            k += 1
+            budget -= width if i in self.decoding else tokens
+            n += 1
         swap_in = 0
         if not preempted:
             while self.waiting and budget > 0:
@@ -178,10 +188,10 @@ class StepEngine(SchedulerBase):
                     victim = max(self.running, key=self.key)
                     if self.key(victim)[0] <= self.key(i)[0]:
                         break
-                    for n, entry in enumerate(batch):
+                    for m, entry in enumerate(batch):
                         if entry[0] == victim:
-                            budget += entry[1]
-                            del batch[n]
+                            budget += width if entry[2] else entry[1]
+                            del batch[m]
                             break
                     self.preempt(victim, t)
                     continue
@@ -190,7 +200,7 @@ class StepEngine(SchedulerBase):
                 self.waiting.pop(0)
                 self.running.append(i)
                 batch.append([i, tokens, i in self.decoding])
-                budget -= tokens
+                budget -= width if i in self.decoding else tokens
         if not batch:
             self.batch = []
             self.busy = False
@@ -226,7 +236,7 @@ class StepEngine(SchedulerBase):
     def _try_admit(self, i: int, t: float, budget: int):
         sim, cache = self.sim, self.cache
         if sim.ready[i]:
-            blocks = self.blocks_for(sim.computed[i] + 1)
+            blocks = self.blocks_for(sim.computed[i] + 1 + self.spec_k)
             if blocks > cache.available:
                 return None
             cache.allocate(blocks)
@@ -294,11 +304,19 @@ class StepEngine(SchedulerBase):
         batch, self.batch = self.batch, []
         sim.iterations += 1
         finishing = []
+        k = self.spec_k
         for i, _, dec in batch:
             if dec:
-                sim.computed[i] += 1
-                sim.generated[i] += 1
-                self.emit(i, t)
+                got = self.spec_out(i, sim.out[i] - sim.generated[i]) if k else 1
+                if k:       # the lookahead past the accepted tokens goes back
+                    back = kept_blocks(sim.computed[i], k, got, sim.cfg.block_tokens)
+                    self.cache.release(back)
+                    sim.own[i] -= back
+                sim.computed[i] += got
+                sim.generated[i] += got
+                self.emit(i, t)      # a step's tokens leave together: one gap (one chunk)
+                if got > 1:
+                    self.emit_more(i, t, got - 1)
                 if sim.generated[i] >= sim.out[i]:
                     finishing.append(i)
         for i, tokens, dec in batch:
@@ -333,6 +351,10 @@ class StepEngine(SchedulerBase):
         self.note_kv(t)
         self.add_start(t)
 
+    def emit_more(self, i: int, t: float, n: int) -> None:
+        """n more tokens of request i leave at t with the one just emitted (speculation's
+        accepted drafts): no gaps of their own; a run keeping token times keeps them."""
+
     def crash(self, t: float) -> list[int]:
         """Everything here is lost at t (the iteration in flight too); returns the requests."""
         return self.forget(sorted(self.waiting + self.running + [i for _, i in self.inbox]
@@ -356,7 +378,11 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
             times[i].append(t)
             emit(self, i, t)
 
-        sim.engines = [[_with_emit(e, keeping) for e in es] for es in sim.engines]
+        def keeping_more(self, i, t, n):
+            times[i].extend([t] * n)
+
+        sim.engines = [[_with_emit(e, keeping, keeping_more) for e in es]
+                       for es in sim.engines]
     run = sim.run()
     if keep_tokens:
         for i in range(len(requests)):   # a first token after a KV move leaves at the move
@@ -370,6 +396,7 @@ def simulate_reference(requests: Requests, perf, cfg: SchedulerConfig, layout: L
     return run
 
 
-def _with_emit(engine: StepEngine, emit) -> StepEngine:
+def _with_emit(engine: StepEngine, emit, emit_more) -> StepEngine:
     engine.emit = emit.__get__(engine)
+    engine.emit_more = emit_more.__get__(engine)
     return engine

@@ -31,7 +31,9 @@ from ..perf.fp8_gemm import DEEPGEMM_H800
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.kernels import efficiency, matmul_s
 from ..perf.published import PUBLISHED, Published
+from ..perf.published_spec import SPEC_PUBLISHED
 from ..sim.engine import simulate_fast
+from .spec_validation import is_spec, replay_spec
 
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
            "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",
@@ -83,6 +85,8 @@ def _host(row: Published, host: HostCosts) -> HostCosts:
 
 def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     """The model's figure for ``row`` (in the row's unit), with vLLM's host costs ``host``."""
+    if is_spec(row):                  # speculative decoding: its own replay (.spec_validation)
+        return replay_spec(row, host)
     if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
         bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
         return bf16 / fp8
@@ -197,7 +201,7 @@ def check(row: Published) -> Check:
     return Check(row, replay(row))
 
 
-def validate(rows: tuple[Published, ...] = PUBLISHED) -> list[Check]:
+def validate(rows: tuple[Published, ...] = PUBLISHED + SPEC_PUBLISHED) -> list[Check]:
     """Every row against the model."""
     return [check(r) for r in rows]
 
@@ -244,6 +248,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "FP8 speedup": ("fp8_speedup",),
     "online TTFT": ("online_ttft",),
     "online ITL": ("online_itl",),
+    "speculative TPOT": ("spec_itl",),
 }
 
 
