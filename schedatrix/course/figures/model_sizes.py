@@ -1,5 +1,7 @@
 """Lesson 09's figure: the same designs for each model size, p95 TTFT against cost, each point
-labelled with its design's GPU count, clear of the other labels, the points and the legend."""
+labelled with its design's GPU count, clear of the other labels, the points, the legend and the
+SLO line; a cost axis spanning less than a decade labels every tick (1 to 9 of its decade), so
+that it shows at least three."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ def model_sizes_figure(by_model: dict, ttft_slo_s: float = 1.0, runs: int = 3):
     labelled with its GPU count (:func:`label_points`: no two labels overlap); the cheapest
     design passing (or, undecided, leaning to pass) starred; the TTFT SLO dashed."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
     fig = Figure(figsize=(13, 3.8))
     axes = fig.subplots(1, len(by_model))
@@ -36,21 +39,24 @@ def model_sizes_figure(by_model: dict, ttft_slo_s: float = 1.0, runs: int = 3):
             ax.scatter([best.mean("ttft_p95")], [np.mean(best.cost_per_mtok())], s=160,
                        marker="*", color=_STAR, zorder=3,
                        label=f"cheapest {words}: {best.design.name}")
-        ax.axvline(ttft_slo_s, color=_SLO, linestyle="--", linewidth=1)
+        slo = ax.axvline(ttft_slo_s, color=_SLO, linestyle="--", linewidth=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.margins(0.15)
         plain_ticks(ax.xaxis)
         plain_ticks(ax.yaxis)
+        low, high = ax.get_ylim()
+        if high / low < 10:     # under a decade: 2 and 5 alone may leave one tick, or none
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
         ax.set_xlabel(f"p95 TTFT (s), mean of {runs} runs")
         ax.set_ylabel("$ per million output tokens")
         ax.set_title(name, fontsize=10, loc="left")
         legends.append(ax.legend(fontsize=8, frameon=False, loc="upper right")
                        if best is not None else None)
-        points.append((ax, xs, ys, [str(o.design.gpus) for o in c.outcomes]))
+        points.append((ax, xs, ys, [str(o.design.gpus) for o in c.outcomes], slo))
     fig.suptitle(f"Filled: met the SLOs in all {runs} runs (pass?); numbers: GPUs; dashed: "
                  "the TTFT SLO", fontsize=10)
     fig.tight_layout()
-    for (ax, xs, ys, names), legend in zip(points, legends, strict=True):
-        label_points(ax, xs, ys, names, fontsize=7, avoid=[legend] if legend else ())
+    for (ax, xs, ys, names, slo), legend in zip(points, legends, strict=True):
+        label_points(ax, xs, ys, names, fontsize=7, avoid=[slo, legend] if legend else [slo])
     return fig
