@@ -373,6 +373,133 @@ def test_06_what_the_simulator_says_of_each_pool():
     assert large.replica_rps == 3
 
 
+# ---------------------------------------------------------------------------- 10
+# Each why-sentence of lesson 10 and the run in the lesson that changes its cause, rerun here.
+
+def _fleet(**knobs):
+    from schedatrix.serving.cluster.deployment import Design
+    return Design(model="llama-3.1-8b", gpu="a100-80gb", **knobs)
+
+
+def test_10_first_questions_set_the_p95():
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.prefixes import shared_prefix_load
+    from schedatrix.serving.sim.simulate import simulate
+    says("10", "A p95 leaves out the slowest 5%, so it is a hit's only while the first "
+               "questions, which must prefill in full, are fewer than that")
+    says("10", "a hit's p95 at 1.7% and 3.3% first questions, a full prefill's from 5.0%")
+    fleet = _fleet(replicas=4)
+    p95, firsts = {}, {}
+    for n_docs in (20, 40, 60, 100, 300):
+        load = shared_prefix_load(1200, 8.0, documents=n_docs, document_tokens=3072, seed=0)
+        firsts[n_docs] = len(np.unique(load.meta["document"])) / len(load)
+        p95[n_docs] = {r: figures(simulate(load, fleet.with_(router=r))).ttft_p95
+                       for r in ("round-robin", "session", "prefix")}
+    assert [f"{firsts[n]:.1%}" for n in (20, 40, 60)] == ["1.7%", "3.3%", "5.0%"]
+    hit = p95[20]["session"]                     # nearly every request a cache hit
+    assert hit < 0.07 and p95[40]["session"] < 0.07
+    for n in (60, 100, 300):                     # first questions 5% or more: a full prefill
+        assert p95[n]["session"] > 3 * hit
+    says("10", "The `prefix` router reaches a full prefill's p95 sooner (251 ms at 3.3%)")
+    assert p95[40]["prefix"] > 3 * hit
+    assert all(p95[n]["round-robin"] > 0.25 for n in p95)
+
+
+def test_10_the_skew_makes_sessions_hot_spot():
+    from schedatrix.serving.load.prefixes import shared_prefix_load
+    from schedatrix.serving.sim.simulate import simulate
+    says("10", "The skew is the cause: with every document equally popular (0) the most "
+               "asked-about one gets 1% of the requests and `session` gives each replica 23% "
+               "to 27%")
+    says("10", "at 1.5, 39% and 68%")
+    busiest = {}
+    for skew in (0.0, 1.5):
+        load = shared_prefix_load(1500, 20.0, documents=200, document_tokens=6144,
+                                  popularity=skew, seed=0)
+        run = simulate(load, _fleet(replicas=4, router="session"))
+        busiest[skew] = np.bincount(run.replica, minlength=4).max() / len(load)
+    assert round(100 * busiest[0.0]) == 27 and round(100 * busiest[1.5]) == 68
+
+
+@cache
+def _gold_and_bronze():
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.load.requests import SLOClass
+    gold = SLOClass("gold", 0.5, priority=0, ttft_s=1.0, tpot_s=0.1)
+    bronze = SLOClass("bronze", 0.5, priority=1, ttft_s=10.0, tpot_s=0.2)
+    return generate(Load(rate_rps=16.0, input_len="lognormal:900,0.8",
+                         output_len="lognormal:150,0.7", classes=(gold, bronze)),
+                    seed=0, duration_s=180)
+
+
+def test_10_v1s_recompute_is_cheap_because_of_its_prefix_cache():
+    """Only the prompts' hashes differ between the two runs: with them (V1's prefix cache on)
+    a recomputed request finds its own blocks; without, it prefills its prompt again."""
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.prefixes import hashed_prompts
+    from schedatrix.serving.sim.simulate import simulate
+    says("10", "A recomputed request finds its own prompt's blocks still cached and skips "
+               "their prefill")
+    says("10", "Turn the prefix cache off, the one change, and every recompute prefills its "
+               "whole prompt again")
+    says("10", "(recomputed prompts ride in the decode steps)")
+    plain = _gold_and_bronze()
+    design = _fleet(replicas=2, router="least-work", max_batch=64, priority_preemption=True)
+    on, off = simulate(hashed_prompts(plain), design), simulate(plain, design)
+    assert on.prefix_hit_tokens == 1_165_280 and off.prefix_hit_tokens == 0
+    g_on, g_off = figures(on, 0), figures(off, 0)
+    assert f"{g_on.slo_attainment:.1%}" == "99.7%" and f"{g_off.slo_attainment:.1%}" == "97.1%"
+    assert g_on.tpot_p95 < 0.065 < 0.09 < g_off.tpot_p95
+    assert figures(off, 1).ttft_p95 > 2.5 * figures(on, 1).ttft_p95
+    # with no preemption the hashes change nothing: no prompt shares a block with another
+    capped = _fleet(replicas=2, router="least-work", max_batch=64)
+    assert simulate(hashed_prompts(plain), capped).prefix_hit_tokens == 0
+    says("10", "as V0's swap did by copying them out")
+    swap = simulate(plain, design.with_(engine="vllm-0.6", preemption="swap"))
+    assert f"{figures(swap, 0).slo_attainment:.1%}" == "99.7%"
+
+
+def test_10_the_token_bucket_does_the_work():
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load import Load, Tenant, generate
+    from schedatrix.serving.load.arrivals import Burst
+    from schedatrix.serving.load.requests import SLOClass
+    from schedatrix.serving.sim.simulate import simulate
+    quiet = SLOClass("quiet", 0.0, priority=0, ttft_s=1.0, tpot_s=0.06)
+
+    def tenants(priority):
+        noisy = SLOClass("noisy", 0.0, priority=priority, ttft_s=5.0, tpot_s=0.2)
+        return Load(tenants=[Tenant(quiet, 3.0), Tenant(noisy, 3.0, bursts=[Burst(120, 240,
+                                                                                  5.0)])],
+                    input_len="lognormal:800,0.7", output_len="lognormal:150,0.7")
+    door = _fleet(replicas=2)
+    features = {"none": (0, door), "priority": (1, door.with_(priority_preemption=True)),
+                "bucket": (0, door.with_(buckets={"noisy": (3.6, 10)})),
+                "shed": (0, door.with_(shed_ttft=True)),
+                "all": (1, door.with_(buckets={"noisy": (3.6, 10)}, shed_ttft=True,
+                                      priority_preemption=True))}
+    got = {}
+    for name, (priority, design) in features.items():
+        runs = [simulate(generate(tenants(priority), s, duration_s=360), design) for s in range(3)]
+        q, n = [figures(r, 0) for r in runs], [figures(r, 1) for r in runs]
+        got[name] = (np.mean([x.slo_attainment for x in q]), np.mean([x.tpot_p95 for x in q]),
+                     np.mean([x.ttft_p95 for x in q]), sum(x.rejected for x in q),
+                     sum(x.rejected for x in n), sum(x.preemptions for x in n))
+    says("10", "Alone, it keeps the quiet tenant at 99.9% within its SLOs over the three runs "
+               "(p95 TPOT 19 ms), as all three features together do (100.0%)")
+    assert f"{got['bucket'][0]:.1%}" == "99.9%" and f"{got['all'][0]:.1%}" == "100.0%"
+    assert got["bucket"][4] == got["all"][4] == 3_983
+    says("10", "Priority alone leaves the quiet tenant where sharing did (82.9% against 82.8%)")
+    says("10", "(p95 TPOT 79 ms either way); it preempts no one")
+    assert f"{got['priority'][0]:.1%}" == "82.9%" and f"{got['none'][0]:.1%}" == "82.8%"
+    assert round(got["priority"][1] * 1000) == round(got["none"][1] * 1000) == 79
+    assert got["priority"][2] < 0.8 * got["none"][2] and got["priority"][5] == 0
+    says("10", "Shedding by estimated TTFT alone gives 83.5%: it sheds by each class's own TTFT "
+               "SLO, so it turns away 13 of the quiet tenant's requests")
+    assert f"{got['shed'][0]:.1%}" == "83.5%" and got["shed"][3:5] == (13, 0)
+    says("10", "priority alone leaves it at 82.9%, as doing nothing (82.8%)".capitalize())
+
+
 @pytest.mark.parametrize("lesson", ["00", "01", "02", "03", "04", "05", "06"])
 def test_every_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
