@@ -373,6 +373,81 @@ def test_06_what_the_simulator_says_of_each_pool():
     assert large.replica_rps == 3
 
 
+# ---------------------------------------------------------------------------- 09
+# Lesson 09's why-sentences, each against a run that changes its cause (one seed here; the
+# lesson's cells run three and nbval holds their tables).
+
+@cache
+def _five_minutes_of_the_twin():
+    import dataclasses
+
+    from schedatrix.course.apps.serving_knobs import conversation_hour
+    from schedatrix.serving.load.fit import fit
+    from schedatrix.serving.load.requests import SLOClass
+    twin = fit(conversation_hour(), window_s=60, seed=0)
+    chat = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
+    return dataclasses.replace(twin.load, classes=(chat,))
+
+
+def _one_run(design, seed=0):
+    from schedatrix.serving.load import generate
+    from schedatrix.serving.studies.acceptance import evaluate
+    load = _five_minutes_of_the_twin()
+    return evaluate(design, lambda s: generate(load, s, duration_s=300), runs=1, seed=seed)
+
+
+def test_09_fixed_costs_are_what_tp_cannot_split():
+    from schedatrix.serving.perf import PerfModel
+    says("09", "Each GPU reads an eighth of the weights, but the fixed costs stay")
+    says("09", "a small model's step is mostly fixed costs")
+
+    def speedup(name, **knobs):
+        one, eight = (PerfModel(name, "a100-80gb", tp=tp, **knobs).iteration_s((), 32, 32 * 1024)
+                      for tp in (1, 8))
+        return one / eight
+    # take one fixed cost away (the host's time an iteration) and TP8 pays more
+    assert speedup("llama-3.1-8b") < speedup("llama-3.1-8b", host_s=0.0) < 8
+    # the smaller model, whose step is more of fixed costs, gains less
+    assert speedup("llama-3.2-3b") < speedup("llama-3.1-8b")
+
+
+def test_09_prompts_in_decode_steps_make_one_gpus_tpot_misses():
+    from schedatrix.serving.cluster.deployment import Design
+    says("09", "Their decode steps carry other requests' prompts, up to 2,048 tokens of them in "
+               "an iteration, and every request in the batch waits for it")
+    says("09", "Lower the budget and the TPOT misses go: 0.0% at 1,024 tokens")
+    says("09", "The split takes the prompts out of the decode steps instead")
+    at = {b: _one_run(Design(model="llama-3.1-8b", max_batched_tokens=b)) for b in (2048, 1024)}
+    assert at[2048].over("tpot") > 0.1 and at[1024].over("tpot") == 0
+    assert at[1024].over("ttft") > 2 * at[2048].over("ttft")      # the trade: waiting instead
+    split = _one_run(Design(model="llama-3.1-8b", prefill_replicas=1, decode_replicas=1))
+    assert split.over("tpot") == 0 and split.over("ttft") < at[2048].over("ttft")
+
+
+def test_09_async_scheduling_is_not_what_holds_4_x_tp4_back():
+    from schedatrix.serving.cluster.deployment import Design
+    says("09", "turned off, the host's time adds to every iteration again and no run meets the "
+               "SLOs")
+    says("09", "Part of what it lacks is the token budget")
+    near = Design(model="llama-3.1-70b", tp=4, replicas=4)
+    on, off = _one_run(near), _one_run(near.with_(async_scheduling=False))
+    big = _one_run(near.with_(max_batched_tokens=8192))
+    assert off.mean("slo_attainment") < on.mean("slo_attainment") < big.mean("slo_attainment")
+
+
+def test_09_the_70b_splits_prefill_side_falls_short():
+    from schedatrix.serving.cluster.deployment import Design
+    says("09", "The prefill side is what falls short: a bigger decode side (D1 TP8, 20 GPUs) "
+               "gives the best ITL of all (25 ms) and leaves the TTFT misses where they were")
+    base = Design(model="llama-3.1-70b", tp=4, prefill_replicas=3, decode_replicas=1)
+    split, wide_decode = _one_run(base), _one_run(base.with_(decode_tp=8))
+    more_prefill = _one_run(base.with_(prefill_replicas=4))
+    assert split.over("tpot") == 0 and split.over("ttft") > 0.05
+    assert abs(wide_decode.over("ttft") - split.over("ttft")) < 0.01
+    assert wide_decode.mean("itl_p95") < split.mean("itl_p95")
+    assert more_prefill.over("ttft") < split.over("ttft") / 2
+
+
 # ---------------------------------------------------------------------------- 10
 # Each why-sentence of lesson 10 and the run in the lesson that changes its cause, rerun here.
 
