@@ -284,11 +284,10 @@ def test_the_compare_reports_series_never_look_alike():
     assert len(drawn) == len(comparison().outcomes) and len(set(drawn)) == len(drawn)
 
 
-def test_lesson_09s_panels_show_three_cost_ticks_and_keep_labels_off_the_slo_line():
+def test_lesson_09s_panels_show_at_least_three_cost_ticks():
     """The 70B panel's costs spanned less than a decade, and its cost axis showed one or two
-    ticks (2 and 5, the minor ones plain_ticks labels); a GPU count sat on the dashed SLO
-    line. Each panel now labels at least three cost ticks inside its view, and no label's
-    words cross the SLO line."""
+    ticks (2 and 5, the minor ones plain_ticks labels). A panel under a decade now labels every
+    tick of it: at least three inside its view, plain numbers."""
     from schedatrix.course.figures.model_sizes import model_sizes_figure
     from schedatrix.serving.studies.compare import compare_models
 
@@ -297,8 +296,7 @@ def test_lesson_09s_panels_show_three_cost_ticks_and_keep_labels_off_the_slo_lin
     narrow = [Design(tp=2), Design(tp=2, replicas=2), Design(tp=4)]    # costs 2 to 4.1
     by_model = compare_models(narrow, ["llama-3.2-3b", "llama-3.1-8b"],
                               lambda s: generate(load, s, duration_s=30), runs=1)
-    fig = model_sizes_figure(by_model, ttft_slo_s=0.1, runs=1)
-    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig = model_sizes_figure(by_model, runs=1)
     FigureCanvasAgg(fig).draw()
     for ax in fig.axes:
         low, high = ax.get_ylim()
@@ -306,9 +304,4 @@ def test_lesson_09s_panels_show_three_cost_ticks_and_keep_labels_off_the_slo_lin
         shown = [t for t in ax.get_yticklabels(which="both")
                  if t.get_text() and low <= t.get_position()[1] <= high]
         assert len(shown) >= 3, [t.get_text() for t in shown]
-        assert all("10^" not in t.get_text() and "times" not in t.get_text() for t in shown)
-        (line,) = [ln for ln in ax.lines if ln.get_linestyle() == "--"]
-        x_line = ax.transData.transform((line.get_xdata()[0], low))[0]
-        crossing = [t.get_text() for t in annotations(ax)
-                    if text_box(t, renderer)[0] < x_line < text_box(t, renderer)[2]]
-        assert crossing == []
+        assert all(re.fullmatch(r"\d+(\.\d+)?", t.get_text()) for t in shown)

@@ -14,6 +14,19 @@ __all__ = ["model_sizes_figure"]
 _BLUE, _STAR, _SLO = "#3b75af", "#f2a93b", "#c8443b"
 
 
+class _Band:
+    """A vertical line as a band a few pixels wide, for :func:`label_points` to keep labels
+    off (a line's own extent is as thin as the line, so a label on it overlaps no area)."""
+
+    def __init__(self, line, pad_px: float = 3.0):
+        self.line, self.pad_px = line, pad_px
+
+    def get_window_extent(self, renderer):
+        from matplotlib.transforms import Bbox
+        b = self.line.get_window_extent(renderer)
+        return Bbox.from_extents(b.x0 - self.pad_px, b.y0, b.x1 + self.pad_px, b.y1)
+
+
 def model_sizes_figure(by_model: dict, ttft_slo_s: float = 1.0, runs: int = 3):
     """One panel per model of ``by_model`` (model name -> Comparison): each design at its mean
     p95 TTFT and cost per million output tokens, filled where it met the SLOs in every run,
@@ -39,7 +52,7 @@ def model_sizes_figure(by_model: dict, ttft_slo_s: float = 1.0, runs: int = 3):
             ax.scatter([best.mean("ttft_p95")], [np.mean(best.cost_per_mtok())], s=160,
                        marker="*", color=_STAR, zorder=3,
                        label=f"cheapest {words}: {best.design.name}")
-        slo = ax.axvline(ttft_slo_s, color=_SLO, linestyle="--", linewidth=1)
+        slo = _Band(ax.axvline(ttft_slo_s, color=_SLO, linestyle="--", linewidth=1))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.margins(0.15)
