@@ -575,6 +575,62 @@ def test_10_the_token_bucket_does_the_work():
     says("10", "priority alone leaves it at 82.9%, as doing nothing (82.8%)".capitalize())
 
 
+# ---------------------------------------------------------------------------- 13
+# Lesson 13's why-sentences against the library, each with its cause changed.
+
+def test_13_fp8_is_not_twice_as_fast_because_the_fixed_costs_stay():
+    from schedatrix.serving.perf import PerfModel
+    from schedatrix.serving.perf.kernels import elementwise_s
+    from schedatrix.serving.perf.model import FP8_QUANT_BYTES
+    says("13", "1.17 to 1.39 times on the GPU for the 3B, 8B and 70B models at batch 1 on H100s")
+
+    def step(name, tp, dtype):
+        return PerfModel(name, "h100-80gb", tp=tp, dtype=dtype, host_s=0.0).iteration_s(
+            (), 1, 1000)
+    gains = [step(n, tp, "bf16") / step(n, tp, "fp8")
+             for n, tp in (("llama-3.2-3b", 1), ("llama-3.1-8b", 1), ("llama-3.1-70b", 4))]
+    assert [f"{g:.2f}" for g in (min(gains), max(gains))] == ["1.17", "1.39"]
+    says("13", "the kernels that quantize each matmul's input cost 0.53 ms of it back")
+    bf16, fp8 = (PerfModel("llama-3.1-8b", "h100-80gb", dtype=d, host_s=0.0)
+                 for d in ("bf16", "fp8"))
+    streamed = (bf16.weight_bytes_read(1) - fp8.weight_bytes_read(1)) / (
+        bf16.gpu.hbm_gb_s * 1e9 * bf16.eff.matmul_hbm_share)
+    quantize = fp8.model.layers * sum(float(elementwise_s(fp8.eff, fp8.gpu, k * FP8_QUANT_BYTES))
+                                      for k, _ in fp8.shard.matmuls.values())
+    saved = bf16.iteration_s((), 1, 1000) - fp8.iteration_s((), 1, 1000)
+    assert abs(saved - (streamed - quantize)) < 0.05e-3      # the saving is bytes less kernels
+    says("13", "most of its short step is fixed costs that FP8 does not shrink")
+    assert gains[0] == min(gains)                             # the 3B gains least
+    says("13", "With vLLM 0.10's host time per iteration on top, synchronously")
+    sync = [_design_step("llama-3.1-8b", d, "vllm-0.10") for d in ("bf16", "fp8")]
+    assert sync[0] / sync[1] < gains[1]                       # a host term dilutes the gain
+
+
+def _design_step(name, dtype, engine):
+    from schedatrix.serving.cluster.deployment import Design
+    return Design(model=name, gpu="h100-80gb", dtype=dtype, engine=engine).perf().iteration_s(
+        (), 1, 1000)
+
+
+def test_13_experts_touched_set_the_bytes_and_arithmetic_the_rest():
+    from schedatrix.serving.perf import PerfModel
+    from schedatrix.serving.perf.catalog import ModelShape, model
+    says("13", "2.4 times faster at batch 1, within 1% at 16, 1.36 times at 256")
+    mix = model("mixtral-8x7b")
+    dense = ModelShape("dense-46.7b", mix.params, mix.layers, mix.hidden, mix.heads,
+                       mix.kv_heads, mix.head_dim, mix.experts * mix.expert_ffn, mix.vocab,
+                       mix.max_context)
+    moe, den = (PerfModel(s, "h100-80gb", tp=2, host_s=0.0) for s in (mix, dense))
+
+    def ratio(n):
+        return den.iteration_s((), n, n * 1000) / moe.iteration_s((), n, n * 1000)
+    assert f"{ratio(1):.1f}" == "2.4" and abs(ratio(16) - 1) < 0.01
+    assert f"{ratio(256):.2f}" == "1.36"
+    says("13", "At batch 256 both read all their weights, yet Mixtral's step is still faster")
+    assert abs(moe.weight_bytes_read(256) / den.weight_bytes_read(256) - 1) < 1e-3   # equal
+    assert moe.weight_bytes_read(1) < 0.3 * den.weight_bytes_read(1)
+
+
 @pytest.mark.parametrize("lesson", ["00", "01", "02", "03", "04", "05", "06"])
 def test_every_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
