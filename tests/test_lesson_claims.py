@@ -650,3 +650,29 @@ def test_the_glossary_figures():
              ("(20% of 16 is 3)", f"(20% of 16 is {m.evicted})"))
     for figure, value in pairs:
         assert figure in text and figure == value
+
+
+# ---------------------------------------------------------------------------- 09, 10, 13
+
+
+#: The systems whose ideas lessons 09, 10 and 13 name, and the lessons that name them.
+SYSTEMS = {"Orca": ("09",), "vLLM": ("09", "10", "13"), "DistServe": ("09", "13"),
+           "Splitwise": ("09",), "SGLang": ("10",), "Mooncake": ("10",),
+           "llm-d": ("09", "10", "13"), "Dynamo": ("09", "10", "13"), "Vidur": ("09",),
+           "Sarathi-Serve": ()}
+
+
+def test_the_systems_are_named_where_their_ideas_appear_and_referenced():
+    """Each system has a bullet in docs/further-reading.md with its title, venue or project
+    page and a URL; each lesson that uses its idea names it and links there."""
+    reading = (NOTEBOOKS.parent / "docs" / "further-reading.md").read_text()
+    bullets = re.split(r"\n- ", reading)
+    for name, lessons in SYSTEMS.items():
+        mine = [b for b in bullets if b.startswith("**") and name in b.split("**")[1]]
+        assert len(mine) == 1, name
+        assert re.search(r"<https://[^>]+>", mine[0]), f"{name}: no URL"
+        for lesson in lessons:
+            assert name in prose(lesson), f"lesson {lesson} does not name {name}"
+    for lesson in ("09", "10", "13"):
+        text = prose(lesson)
+        assert "## What this model leaves out" in text and "(../docs/further-reading.md)" in text
