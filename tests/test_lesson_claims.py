@@ -409,6 +409,12 @@ def test_09_fixed_costs_are_what_tp_cannot_split():
     assert speedup("llama-3.1-8b") < speedup("llama-3.1-8b", host_s=0.0) < 8
     # the smaller model, whose step is more of fixed costs, gains less
     assert speedup("llama-3.2-3b") < speedup("llama-3.1-8b")
+    says("09", "TP8 1.52 times TP1's speed for the 3B, 2.07 for the 8B; the 70B's TP8 1.47 "
+               "times its TP4")
+    assert f"{speedup('llama-3.2-3b'):.2f}" == "1.52" and f"{speedup('llama-3.1-8b'):.2f}" == "2.07"
+    four, eight = (PerfModel("llama-3.1-70b", "a100-80gb", tp=tp).iteration_s((), 32, 32 * 1024)
+                   for tp in (4, 8))
+    assert f"{four / eight:.2f}" == "1.47"
 
 
 def test_09_prompts_in_decode_steps_make_one_gpus_tpot_misses():
