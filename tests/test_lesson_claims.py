@@ -373,6 +373,270 @@ def test_06_what_the_simulator_says_of_each_pool():
     assert large.replica_rps == 3
 
 
+# ---------------------------------------------------------------------------- 09
+# Lesson 09's why-sentences, each against a run that changes its cause (one seed here; the
+# lesson's cells run three and nbval holds their tables).
+
+@cache
+def _five_minutes_of_the_twin():
+    import dataclasses
+
+    from schedatrix.course.apps.serving_knobs import conversation_hour
+    from schedatrix.serving.load.fit import fit
+    from schedatrix.serving.load.requests import SLOClass
+    twin = fit(conversation_hour(), window_s=60, seed=0)
+    chat = SLOClass("chat", 1.0, priority=0, ttft_s=1.0, tpot_s=0.1)
+    return dataclasses.replace(twin.load, classes=(chat,))
+
+
+def _one_run(design, seed=0):
+    from schedatrix.serving.load import generate
+    from schedatrix.serving.studies.acceptance import evaluate
+    load = _five_minutes_of_the_twin()
+    return evaluate(design, lambda s: generate(load, s, duration_s=300), runs=1, seed=seed)
+
+
+def test_09_fixed_costs_are_what_tp_cannot_split():
+    from schedatrix.serving.perf import PerfModel
+    says("09", "Each GPU reads an eighth of the weights, but the fixed costs stay")
+    says("09", "a small model's step is mostly fixed costs")
+
+    def speedup(name, **knobs):
+        one, eight = (PerfModel(name, "a100-80gb", tp=tp, **knobs).iteration_s((), 32, 32 * 1024)
+                      for tp in (1, 8))
+        return one / eight
+    # take one fixed cost away (the host's time an iteration) and TP8 pays more
+    assert speedup("llama-3.1-8b") < speedup("llama-3.1-8b", host_s=0.0) < 8
+    # the smaller model, whose step is more of fixed costs, gains less
+    assert speedup("llama-3.2-3b") < speedup("llama-3.1-8b")
+    says("09", "TP8 1.52 times TP1's speed for the 3B, 2.07 for the 8B; the 70B's TP8 1.47 "
+               "times its TP4")
+    assert f"{speedup('llama-3.2-3b'):.2f}" == "1.52" and f"{speedup('llama-3.1-8b'):.2f}" == "2.07"
+    four, eight = (PerfModel("llama-3.1-70b", "a100-80gb", tp=tp).iteration_s((), 32, 32 * 1024)
+                   for tp in (4, 8))
+    assert f"{four / eight:.2f}" == "1.47"
+
+
+def test_09_prompts_in_decode_steps_make_one_gpus_tpot_misses():
+    from schedatrix.serving.cluster.deployment import Design
+    says("09", "Their decode steps carry other requests' prompts, up to 2,048 tokens of them in "
+               "an iteration, and every request in the batch waits for it")
+    says("09", "Lower the budget and the TPOT misses go: 0.0% at 1,024 tokens")
+    says("09", "The split takes the prompts out of the decode steps instead")
+    at = {b: _one_run(Design(model="llama-3.1-8b", max_batched_tokens=b)) for b in (2048, 1024)}
+    assert at[2048].over("tpot") > 0.1 and at[1024].over("tpot") == 0
+    assert at[1024].over("ttft") > 2 * at[2048].over("ttft")      # the trade: waiting instead
+    split = _one_run(Design(model="llama-3.1-8b", prefill_replicas=1, decode_replicas=1))
+    assert split.over("tpot") == 0 and split.over("ttft") < at[2048].over("ttft")
+
+
+def test_09_async_scheduling_is_not_what_holds_4_x_tp4_back():
+    from schedatrix.serving.cluster.deployment import Design
+    says("09", "turned off, the host's time adds to every iteration again and no run meets the "
+               "SLOs")
+    says("09", "Part of what it lacks is the token budget")
+    near = Design(model="llama-3.1-70b", tp=4, replicas=4)
+    on, off = _one_run(near), _one_run(near.with_(async_scheduling=False))
+    big = _one_run(near.with_(max_batched_tokens=8192))
+    assert off.mean("slo_attainment") < on.mean("slo_attainment") < big.mean("slo_attainment")
+
+
+def test_09_the_70b_splits_prefill_side_falls_short():
+    from schedatrix.serving.cluster.deployment import Design
+    says("09", "The prefill side is what falls short: a bigger decode side (D1 TP8, 20 GPUs) "
+               "gives the best ITL of all (25 ms) and leaves the TTFT misses where they were")
+    base = Design(model="llama-3.1-70b", tp=4, prefill_replicas=3, decode_replicas=1)
+    split, wide_decode = _one_run(base), _one_run(base.with_(decode_tp=8))
+    more_prefill = _one_run(base.with_(prefill_replicas=4))
+    assert split.over("tpot") == 0 and split.over("ttft") > 0.05
+    assert abs(wide_decode.over("ttft") - split.over("ttft")) < 0.01
+    assert wide_decode.mean("itl_p95") < split.mean("itl_p95")
+    assert more_prefill.over("ttft") < split.over("ttft") / 2
+
+
+# ---------------------------------------------------------------------------- 10
+# Each why-sentence of lesson 10 and the run in the lesson that changes its cause, rerun here.
+
+def _fleet(**knobs):
+    from schedatrix.serving.cluster.deployment import Design
+    return Design(model="llama-3.1-8b", gpu="a100-80gb", **knobs)
+
+
+def test_10_first_questions_set_the_p95():
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.prefixes import shared_prefix_load
+    from schedatrix.serving.sim.simulate import simulate
+    says("10", "A p95 leaves out the slowest 5%, so it is a hit's only while the first "
+               "questions, which must prefill in full, are fewer than that")
+    says("10", "a hit's p95 at 1.7% and 3.3% first questions, a full prefill's from 5.0%")
+    fleet = _fleet(replicas=4)
+    p95, firsts = {}, {}
+    for n_docs in (20, 40, 60, 100, 300):
+        load = shared_prefix_load(1200, 8.0, documents=n_docs, document_tokens=3072, seed=0)
+        firsts[n_docs] = len(np.unique(load.meta["document"])) / len(load)
+        p95[n_docs] = {r: figures(simulate(load, fleet.with_(router=r))).ttft_p95
+                       for r in ("round-robin", "session", "prefix")}
+    assert [f"{firsts[n]:.1%}" for n in (20, 40, 60)] == ["1.7%", "3.3%", "5.0%"]
+    hit = p95[20]["session"]                     # nearly every request a cache hit
+    assert hit < 0.07 and p95[40]["session"] < 0.07
+    for n in (60, 100, 300):                     # first questions 5% or more: a full prefill
+        assert p95[n]["session"] > 3 * hit
+    says("10", "The `prefix` router reaches a full prefill's p95 sooner (251 ms at 3.3%)")
+    assert p95[40]["prefix"] > 3 * hit
+    assert all(p95[n]["round-robin"] > 0.25 for n in p95)
+
+
+def test_10_the_skew_makes_sessions_hot_spot():
+    from schedatrix.serving.load.prefixes import shared_prefix_load
+    from schedatrix.serving.sim.simulate import simulate
+    says("10", "The skew is the cause: with every document equally popular (0) the most "
+               "asked-about one gets 1% of the requests and `session` gives each replica 23% "
+               "to 27%")
+    says("10", "at 1.5, 39% and 68%")
+    busiest = {}
+    for skew in (0.0, 1.5):
+        load = shared_prefix_load(1500, 20.0, documents=200, document_tokens=6144,
+                                  popularity=skew, seed=0)
+        run = simulate(load, _fleet(replicas=4, router="session"))
+        busiest[skew] = np.bincount(run.replica, minlength=4).max() / len(load)
+    assert round(100 * busiest[0.0]) == 27 and round(100 * busiest[1.5]) == 68
+
+
+@cache
+def _gold_and_bronze():
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.load.requests import SLOClass
+    gold = SLOClass("gold", 0.5, priority=0, ttft_s=1.0, tpot_s=0.1)
+    bronze = SLOClass("bronze", 0.5, priority=1, ttft_s=10.0, tpot_s=0.2)
+    return generate(Load(rate_rps=16.0, input_len="lognormal:900,0.8",
+                         output_len="lognormal:150,0.7", classes=(gold, bronze)),
+                    seed=0, duration_s=180)
+
+
+def test_10_v1s_recompute_is_cheap_because_of_its_prefix_cache():
+    """Only the prompts' hashes differ between the two runs: with them (V1's prefix cache on)
+    a recomputed request finds its own blocks; without, it prefills its prompt again."""
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.prefixes import hashed_prompts
+    from schedatrix.serving.sim.simulate import simulate
+    says("10", "A recomputed request finds its own prompt's blocks still cached and skips "
+               "their prefill")
+    says("10", "Turn the prefix cache off, the one change, and every recompute prefills its "
+               "whole prompt again")
+    says("10", "(recomputed prompts ride in the decode steps)")
+    plain = _gold_and_bronze()
+    design = _fleet(replicas=2, router="least-work", max_batch=64, priority_preemption=True)
+    on, off = simulate(hashed_prompts(plain), design), simulate(plain, design)
+    assert on.prefix_hit_tokens == 1_165_280 and off.prefix_hit_tokens == 0
+    g_on, g_off = figures(on, 0), figures(off, 0)
+    assert f"{g_on.slo_attainment:.1%}" == "99.7%" and f"{g_off.slo_attainment:.1%}" == "97.1%"
+    assert g_on.tpot_p95 < 0.065 < 0.09 < g_off.tpot_p95
+    assert figures(off, 1).ttft_p95 > 2.5 * figures(on, 1).ttft_p95
+    # with no preemption the hashes change nothing: no prompt shares a block with another
+    capped = _fleet(replicas=2, router="least-work", max_batch=64)
+    assert simulate(hashed_prompts(plain), capped).prefix_hit_tokens == 0
+    says("10", "as V0's swap did by copying them out")
+    swap = simulate(plain, design.with_(engine="vllm-0.6", preemption="swap"))
+    assert f"{figures(swap, 0).slo_attainment:.1%}" == "99.7%"
+
+
+def test_10_the_token_bucket_does_the_work():
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load import Load, Tenant, generate
+    from schedatrix.serving.load.arrivals import Burst
+    from schedatrix.serving.load.requests import SLOClass
+    from schedatrix.serving.sim.simulate import simulate
+    quiet = SLOClass("quiet", 0.0, priority=0, ttft_s=1.0, tpot_s=0.06)
+
+    def tenants(priority):
+        noisy = SLOClass("noisy", 0.0, priority=priority, ttft_s=5.0, tpot_s=0.2)
+        return Load(tenants=[Tenant(quiet, 3.0), Tenant(noisy, 3.0, bursts=[Burst(120, 240,
+                                                                                  5.0)])],
+                    input_len="lognormal:800,0.7", output_len="lognormal:150,0.7")
+    door = _fleet(replicas=2)
+    features = {"none": (0, door), "priority": (1, door.with_(priority_preemption=True)),
+                "bucket": (0, door.with_(buckets={"noisy": (3.6, 10)})),
+                "shed": (0, door.with_(shed_ttft=True)),
+                "all": (1, door.with_(buckets={"noisy": (3.6, 10)}, shed_ttft=True,
+                                      priority_preemption=True))}
+    got = {}
+    for name, (priority, design) in features.items():
+        runs = [simulate(generate(tenants(priority), s, duration_s=360), design) for s in range(3)]
+        q, n = [figures(r, 0) for r in runs], [figures(r, 1) for r in runs]
+        got[name] = (np.mean([x.slo_attainment for x in q]), np.mean([x.tpot_p95 for x in q]),
+                     np.mean([x.ttft_p95 for x in q]), sum(x.rejected for x in q),
+                     sum(x.rejected for x in n), sum(x.preemptions for x in n))
+    says("10", "Alone, it keeps the quiet tenant at 99.9% within its SLOs over the three runs "
+               "(p95 TPOT 19 ms), as all three features together do (100.0%)")
+    assert f"{got['bucket'][0]:.1%}" == "99.9%" and f"{got['all'][0]:.1%}" == "100.0%"
+    assert got["bucket"][4] == got["all"][4] == 3_983
+    says("10", "Priority alone leaves the quiet tenant where sharing did (82.9% against 82.8%)")
+    says("10", "(p95 TPOT 79 ms either way); it preempts no one")
+    assert f"{got['priority'][0]:.1%}" == "82.9%" and f"{got['none'][0]:.1%}" == "82.8%"
+    assert round(got["priority"][1] * 1000) == round(got["none"][1] * 1000) == 79
+    assert got["priority"][2] < 0.8 * got["none"][2] and got["priority"][5] == 0
+    says("10", "Shedding by estimated TTFT alone gives 83.5%: it sheds by each class's own TTFT "
+               "SLO, so it turns away 13 of the quiet tenant's requests")
+    assert f"{got['shed'][0]:.1%}" == "83.5%" and got["shed"][3:5] == (13, 0)
+    says("10", "priority alone leaves it at 82.9%, as doing nothing (82.8%)".capitalize())
+
+
+# ---------------------------------------------------------------------------- 13
+# Lesson 13's why-sentences against the library, each with its cause changed.
+
+def test_13_fp8_is_not_twice_as_fast_because_the_fixed_costs_stay():
+    from schedatrix.serving.perf import PerfModel
+    from schedatrix.serving.perf.kernels import elementwise_s
+    from schedatrix.serving.perf.model import FP8_QUANT_BYTES
+    says("13", "1.17 to 1.39 times on the GPU for the 3B, 8B and 70B models at batch 1 on H100s")
+
+    def step(name, tp, dtype):
+        return PerfModel(name, "h100-80gb", tp=tp, dtype=dtype, host_s=0.0).iteration_s(
+            (), 1, 1000)
+    gains = [step(n, tp, "bf16") / step(n, tp, "fp8")
+             for n, tp in (("llama-3.2-3b", 1), ("llama-3.1-8b", 1), ("llama-3.1-70b", 4))]
+    assert [f"{g:.2f}" for g in (min(gains), max(gains))] == ["1.17", "1.39"]
+    says("13", "the kernels that quantize each matmul's input cost 0.53 ms of it back")
+    bf16, fp8 = (PerfModel("llama-3.1-8b", "h100-80gb", dtype=d, host_s=0.0)
+                 for d in ("bf16", "fp8"))
+    streamed = (bf16.weight_bytes_read(1) - fp8.weight_bytes_read(1)) / (
+        bf16.gpu.hbm_gb_s * 1e9 * bf16.eff.matmul_hbm_share)
+    quantize = fp8.model.layers * sum(float(elementwise_s(fp8.eff, fp8.gpu, k * FP8_QUANT_BYTES))
+                                      for k, _ in fp8.shard.matmuls.values())
+    saved = bf16.iteration_s((), 1, 1000) - fp8.iteration_s((), 1, 1000)
+    assert abs(saved - (streamed - quantize)) < 0.05e-3      # the saving is bytes less kernels
+    says("13", "most of its short step is fixed costs that FP8 does not shrink")
+    assert gains[0] == min(gains)                             # the 3B gains least
+    says("13", "With vLLM 0.10's host time per iteration on top, synchronously")
+    sync = [_design_step("llama-3.1-8b", d, "vllm-0.10") for d in ("bf16", "fp8")]
+    assert sync[0] / sync[1] < gains[1]                       # a host term dilutes the gain
+
+
+def _design_step(name, dtype, engine):
+    from schedatrix.serving.cluster.deployment import Design
+    return Design(model=name, gpu="h100-80gb", dtype=dtype, engine=engine).perf().iteration_s(
+        (), 1, 1000)
+
+
+def test_13_experts_touched_set_the_bytes_and_arithmetic_the_rest():
+    from schedatrix.serving.perf import PerfModel
+    from schedatrix.serving.perf.catalog import ModelShape, model
+    says("13", "2.4 times faster at batch 1, within 1% at 16, 1.36 times at 256")
+    mix = model("mixtral-8x7b")
+    dense = ModelShape("dense-46.7b", mix.params, mix.layers, mix.hidden, mix.heads,
+                       mix.kv_heads, mix.head_dim, mix.experts * mix.expert_ffn, mix.vocab,
+                       mix.max_context)
+    moe, den = (PerfModel(s, "h100-80gb", tp=2, host_s=0.0) for s in (mix, dense))
+
+    def ratio(n):
+        return den.iteration_s((), n, n * 1000) / moe.iteration_s((), n, n * 1000)
+    assert f"{ratio(1):.1f}" == "2.4" and abs(ratio(16) - 1) < 0.01
+    assert f"{ratio(256):.2f}" == "1.36"
+    says("13", "At batch 256 both read all their weights, yet Mixtral's step is still faster")
+    assert abs(moe.weight_bytes_read(256) / den.weight_bytes_read(256) - 1) < 1e-3   # equal
+    assert moe.weight_bytes_read(1) < 0.3 * den.weight_bytes_read(1)
+
+
 @pytest.mark.parametrize("lesson", ["00", "01", "02", "03", "04", "05", "06"])
 def test_every_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
@@ -392,3 +656,29 @@ def test_the_glossary_figures():
              ("(20% of 16 is 3)", f"(20% of 16 is {m.evicted})"))
     for figure, value in pairs:
         assert figure in text and figure == value
+
+
+# ---------------------------------------------------------------------------- 09, 10, 13
+
+
+#: The systems whose ideas lessons 09, 10 and 13 name, and the lessons that name them.
+SYSTEMS = {"Orca": ("09",), "vLLM": ("09", "10", "13"), "DistServe": ("09", "13"),
+           "Splitwise": ("09",), "SGLang": ("10",), "Mooncake": ("10",),
+           "llm-d": ("09", "10", "13"), "Dynamo": ("09", "10", "13"), "Vidur": ("09",),
+           "Sarathi-Serve": ()}
+
+
+def test_the_systems_are_named_where_their_ideas_appear_and_referenced():
+    """Each system has a bullet in docs/further-reading.md with its title, venue or project
+    page and a URL; each lesson that uses its idea names it and links there."""
+    reading = (NOTEBOOKS.parent / "docs" / "further-reading.md").read_text()
+    bullets = re.split(r"\n- ", reading)
+    for name, lessons in SYSTEMS.items():
+        mine = [b for b in bullets if b.startswith("**") and name in b.split("**")[1]]
+        assert len(mine) == 1, name
+        assert re.search(r"<https://[^>]+>", mine[0]), f"{name}: no URL"
+        for lesson in lessons:
+            assert name in prose(lesson), f"lesson {lesson} does not name {name}"
+    for lesson in ("09", "10", "13"):
+        text = prose(lesson)
+        assert "## What this model leaves out" in text and "(../docs/further-reading.md)" in text

@@ -282,3 +282,26 @@ def test_the_compare_reports_series_never_look_alike():
     lines = [ln for ln in fig.axes[0].lines if not ln.get_label().startswith("_")]
     drawn = [(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ln in lines]
     assert len(drawn) == len(comparison().outcomes) and len(set(drawn)) == len(drawn)
+
+
+def test_lesson_09s_panels_show_at_least_three_cost_ticks():
+    """The 70B panel's costs spanned less than a decade, and its cost axis showed one or two
+    ticks (2 and 5, the minor ones plain_ticks labels). A panel under a decade now labels every
+    tick of it: at least three inside its view, plain numbers."""
+    from schedatrix.course.figures.model_sizes import model_sizes_figure
+    from schedatrix.serving.studies.compare import compare_models
+
+    load = Load(rate_rps=3.0, input_len="lognormal:600,0.6", output_len="lognormal:100,0.6",
+                classes=(CHAT,))
+    narrow = [Design(tp=2), Design(tp=2, replicas=2), Design(tp=4)]    # costs 2 to 4.1
+    by_model = compare_models(narrow, ["llama-3.2-3b", "llama-3.1-8b"],
+                              lambda s: generate(load, s, duration_s=30), runs=1)
+    fig = model_sizes_figure(by_model, runs=1)
+    FigureCanvasAgg(fig).draw()
+    for ax in fig.axes:
+        low, high = ax.get_ylim()
+        assert high / low < 10                      # the case: under a decade of costs
+        shown = [t for t in ax.get_yticklabels(which="both")
+                 if t.get_text() and low <= t.get_position()[1] <= high]
+        assert len(shown) >= 3, [t.get_text() for t in shown]
+        assert all(re.fullmatch(r"\d+(\.\d+)?", t.get_text()) for t in shown)

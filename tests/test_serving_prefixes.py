@@ -50,3 +50,21 @@ def test_the_prefix_cache_finds_the_documents():
 def test_bad_knobs_are_refused_by_name(kw, message):
     with pytest.raises(InputError, match=message):
         shared_prefix_load(10, 1.0, **{"documents": 3, **kw})
+
+
+def test_hashed_prompts_share_nothing_and_only_a_recompute_hits():
+    """Each prompt's full blocks get hashes of its own: no request finds another's, so the
+    prefix cache (on, as vLLM V1's is) hits only when a preempted request is recomputed."""
+    from schedatrix.serving.load.prefixes import hashed_prompts
+    base = generate(Load(rate_rps=16.0, input_len="lognormal:900,0.8",
+                         output_len="lognormal:150,0.7"), 0, duration_s=60)
+    req = hashed_prompts(base)
+    assert np.array_equal(req.input_tokens, base.input_tokens)
+    assert [len(req.hashes(i)) for i in range(5)] == (base.input_tokens[:5] // 16).tolist()
+    assert len(np.unique(req.hash_values)) == len(req.hash_values)
+    assert req.meta["hash_block_tokens"] == 16
+    pair = Design(model="llama-3.1-8b", gpu="a100-80gb", replicas=2, max_batch=64)
+    calm = simulate(hashed_prompts(generate(Load(rate_rps=2.0), 0, duration_s=60)), pair)
+    assert calm.prefix_lookup_tokens > 0 and calm.prefix_hit_tokens == 0
+    with pytest.raises(InputError, match="already carry prefix hashes"):
+        hashed_prompts(req)

@@ -13,6 +13,10 @@ feed it:
 - :func:`document_sessions`: each document asked about in a few turns seconds apart (the load
   the routing exercise is graded on, and the one docs/serving.md measures the routers on).
 
+:func:`hashed_prompts` instead hashes each request's own prompt, sharing nothing: what vLLM
+V1's prefix cache (on by default) sees of a load without common prefixes, where the one hit is
+a preempted request finding its own blocks again when it is recomputed (lesson 10).
+
 Both are synthetic; the same seed gives the same requests on every machine.
 """
 
@@ -27,8 +31,9 @@ from ..numbers import check_int, check_real
 from .requests import Requests, SLOClass
 from .workload import Load, generate
 
-__all__ = ["shared_prefix_load", "document_sessions", "with_documents", "HASH_BASE",
-           "DOCUMENT_BLOCKS", "HASH_BLOCK_TOKENS"]
+__all__ = ["shared_prefix_load", "document_sessions", "with_documents", "hashed_prompts",
+           "HASH_BASE",
+           "DOCUMENT_BLOCKS", "HASH_BLOCK_TOKENS", "OWN_HASH_BASE"]
 
 #: Block hashes of document d are HASH_BASE + d x blocks + b (b = 0 .. blocks - 1) in
 #: :func:`shared_prefix_load`.
@@ -37,6 +42,8 @@ HASH_BASE = 1_000_000
 DOCUMENT_BLOCKS = 6
 #: Tokens per hash block (Mooncake's 512).
 HASH_BLOCK_TOKENS = 512
+#: The first hash :func:`hashed_prompts` gives (far from the documents' hashes).
+OWN_HASH_BASE = 10**12
 
 
 def with_documents(base: Requests, asked: np.ndarray, blocks: int, block_tokens: int,
@@ -109,3 +116,17 @@ def document_sessions(sessions: int = 400, turns: int = 4, seed: int = 3) -> Req
     base = Requests(arrival, question.astype(np.int64), out.astype(np.int64),
                     np.zeros(n, np.int16), meta={"seed": int(seed)})
     return with_documents(base, session, DOCUMENT_BLOCKS, HASH_BLOCK_TOKENS, 10_000, 10)
+
+
+def hashed_prompts(base: Requests, block_tokens: int = 16) -> Requests:
+    """``base`` with every full block of ``block_tokens`` tokens of each prompt hashed, each
+    request's hashes its own (no two requests share one), as vLLM V1 hashes every prompt for
+    its prefix cache (16-token blocks by default). Prompts, lengths and arrivals unchanged."""
+    block_tokens = check_int("block_tokens", block_tokens, 1, 10**6)
+    if base.hash_offsets is not None:
+        raise InputError("hashed_prompts: the requests already carry prefix hashes")
+    blocks = np.asarray(base.input_tokens, dtype=np.int64) // block_tokens
+    offsets = np.concatenate([[0], np.cumsum(blocks)]).astype(np.int64)
+    values = OWN_HASH_BASE + np.arange(offsets[-1], dtype=np.int64)
+    return replace(base, hash_offsets=offsets, hash_values=values,
+                   meta=dict(base.meta, hash_block_tokens=block_tokens))
