@@ -153,12 +153,14 @@ def check_weight_reads(decode_weight_bytes: Callable) -> str:
 
 def roofline_step_s(name: str, gpu_name: str, dtype: str, tp: int, batch: int,
                     context_tokens: int, hbm_share: float) -> float:
-    """One decode step by the roofline: the weights ``batch`` tokens read plus ``batch``
-    contexts of KV cache in ``dtype``, each of the ``tp`` GPUs reading its ``1 / tp`` at
-    ``hbm_share`` of its HBM bandwidth (seconds)."""
+    """One decode step by the roofline: the weights ``batch`` tokens read on the replica (the
+    library's count for ``tp`` GPUs, where the replica can be built) plus ``batch`` contexts of
+    KV cache in ``dtype``, each of the ``tp`` GPUs reading its ``1 / tp`` at ``hbm_share`` of
+    its HBM bandwidth (seconds)."""
     m, g = MODELS[name], GPUS[gpu_name]
-    nbytes = weights_read(name, dtype, batch) + batch * context_tokens * \
-        m.kv_bytes_per_token_in(dtype)
+    perf = _perf(name, gpu_name, tp, dtype)
+    weights = perf.weight_bytes_read(batch) if perf else weights_read(name, dtype, batch)
+    nbytes = weights + batch * context_tokens * m.kv_bytes_per_token_in(dtype)
     return nbytes / tp / (hbm_share * g.hbm_gb_s * 1e9)
 
 
@@ -298,6 +300,10 @@ def check_batch_for_tpot(largest_batch_for_tpot: Callable) -> str:
             raise AssertionError(f"largest_batch_for_tpot({shown}) returned {value:g}: return a "
                                  "whole number of requests")
         b = int(value)
+        if b < 1:
+            raise AssertionError(f"largest_batch_for_tpot({shown}) returned {b}, expected {want} "
+                                 f"({what}): a batch holds at least one request (None when "
+                                 "one does not fit).")
         edge = b >= 1 and b * ctx <= cap and \
             roofline_step_s(name, gname, dtype, tp, b, ctx, share) <= slo * (1 + BYTES_REL) and (
                 (b + 1) * ctx > cap or roofline_step_s(name, gname, dtype, tp, b + 1, ctx, share)
