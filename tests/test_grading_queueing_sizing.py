@@ -219,3 +219,33 @@ def test_the_roofline_reads_the_librarys_bytes():
         0.85 * GPUS["h100-80gb"].hbm_gb_s * 1e9)
     assert cz.roofline_step_s("mixtral-8x7b", "h100-80gb", "fp8", 2, 64, 1000, 0.85) == \
         pytest.approx(want, rel=1e-6)
+
+
+# ---------------------------------------------------------------- the difficulty curve
+
+
+def test_the_curve_holds_every_serving_exercise_once_and_the_readmes_print_it(tmp_path):
+    import re
+    from pathlib import Path
+
+    from schedatrix.classroom.checking.exercises import EXERCISES
+    from schedatrix.classroom.releases.curve import SERVING_CURVE, curve_table
+    from schedatrix.classroom.releases.release import write_release
+
+    root = Path(__file__).resolve().parents[1]
+    serving = sorted(n for n in EXERCISES if "08" <= n[:2] <= "14")
+    assert sorted(s.exercise for s in SERVING_CURVE) == serving
+    assert curve_table() in root.joinpath("README.md").read_text()
+    write_release(tmp_path / "class", root / "solutions", root / "notebooks")
+    assert curve_table() in (tmp_path / "class" / "README.md").read_text()
+    # each lesson and section it names is there
+    for step in SERVING_CURVE:
+        named = re.findall(r"(\d\d) \(([^)]*)\)", step.lesson)
+        assert named, step.lesson
+        for lesson, sections in named:
+            nb = next(root.joinpath("notebooks").glob(f"{lesson}_*.ipynb")).read_text()
+            numbers = [int(k) for k in re.findall(r"\d+", sections)]
+            if " to " in sections:
+                numbers = list(range(numbers[0], numbers[-1] + 1))
+            for k in numbers:
+                assert f"## {k}. " in nb, (step.exercise, lesson, k)
