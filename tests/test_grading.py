@@ -736,9 +736,9 @@ def test_no_function_of_the_library_computes_an_answer_the_copy_keeps():
     import signal
 
     from schedatrix.classroom.checking import checks_month as cm
+    from schedatrix.classroom.checking import checks_queueing as cq
     from schedatrix.classroom.checking import checks_serving as cs
     from schedatrix.fleet.window import measured_tok_s
-    from schedatrix.classroom.checking import checks_queueing as cq
     from schedatrix.serving.replica.kv_cache import largest_batch
     from schedatrix.serving.studies.queueing import mg1
 

@@ -209,26 +209,20 @@ def _sizing_random(seed: int, what: str = "a random replica") -> list[tuple]:
 
 @cache
 def _sizing_cases() -> list[tuple]:
-    def cap(name, gname, tp, dtype):
-        return _perf(name, gname, tp, dtype).kv_capacity_tokens()
-
     fixed = [
-        ("llama-3.1-8b", "h100-80gb", "bf16", 1, 2048, 0.030, 0.85,
-         cap("llama-3.1-8b", "h100-80gb", 1, "bf16"), "8B at 30 ms"),
-        ("llama-3.1-8b", "h100-80gb", "fp8", 1, 2048, 0.030, 0.85,
-         cap("llama-3.1-8b", "h100-80gb", 1, "fp8"), "the same in FP8"),
-        ("llama-3.1-70b", "h100-80gb", "bf16", 4, 4096, 0.040, 0.85,
-         cap("llama-3.1-70b", "h100-80gb", 4, "bf16"), "70B on four GPUs"),
-        ("llama-3.1-70b", "h100-80gb", "fp8", 2, 4096, 0.040, 0.85,
-         cap("llama-3.1-70b", "h100-80gb", 2, "fp8"), "70B in FP8 on two"),
+        ("llama-3.1-8b", "h100-80gb", "bf16", 1, 2048, 0.030, 0.85, "8B at 30 ms"),
+        ("llama-3.1-8b", "h100-80gb", "fp8", 1, 2048, 0.030, 0.85, "the same in FP8"),
+        ("llama-3.1-70b", "h100-80gb", "bf16", 4, 4096, 0.040, 0.85, "70B on four GPUs"),
+        ("llama-3.1-70b", "h100-80gb", "fp8", 2, 4096, 0.040, 0.85, "70B in FP8 on two"),
         ("mixtral-8x7b", "h100-80gb", "bf16", 2, 2048, 0.020, 0.85,
-         cap("mixtral-8x7b", "h100-80gb", 2, "bf16"), "Mixtral: more experts as the batch grows"),
+         "Mixtral: more experts as the batch grows"),
         ("llama-3.1-8b", "a100-80gb", "bf16", 1, 1024, 0.005, 0.85,
-         cap("llama-3.1-8b", "a100-80gb", 1, "bf16"), "an SLO one request cannot meet"),
-        ("llama-3.1-8b", "h200", "fp8", 1, 8192, 0.100, 0.9,
-         cap("llama-3.1-8b", "h200", 1, "fp8"), "a loose SLO: the KV cache decides"),
+         "an SLO one request cannot meet"),
+        ("llama-3.1-8b", "h200", "fp8", 1, 8192, 0.100, 0.9, "a loose SLO: the KV cache decides"),
     ]
-    return fixed + _sizing_random(RANDOM_SEED + 141)
+    with_capacity = [(*c[:7], _perf(*c[:2], c[3], c[2]).kv_capacity_tokens(), c[7])
+                     for c in fixed]
+    return with_capacity + _sizing_random(RANDOM_SEED + 141)
 
 
 def _sizing_hint(case: tuple, got: int | None, want: int | None) -> str:
