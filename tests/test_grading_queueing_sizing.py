@@ -249,3 +249,86 @@ def test_the_curve_holds_every_serving_exercise_once_and_the_readmes_print_it(tm
                 numbers = list(range(numbers[0], numbers[-1] + 1))
             for k in numbers:
                 assert f"## {k}. " in nb, (step.exercise, lesson, k)
+
+
+# ---------------------------------------------------------------- the answers' claims
+#
+# Each closing question's answer says why; the runs below change the cause and hold the
+# sentence to what moves (as tests/test_lesson_claims.py does for the lessons).
+
+
+def _answer_says(name: str, sentence: str) -> None:
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "solutions" / f"{name}.ipynb")
+                    .read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"]
+                     if "solution" in c["metadata"].get("tags", []))
+    folded = " ".join(text.replace("#", " ").split())
+    assert " ".join(sentence.split()) in folded, f"{name} no longer says: {sentence}"
+
+
+def test_12_no_router_brings_the_p95_down_while_first_turns_are_over_5_percent():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load.prefixes import document_sessions
+    from schedatrix.serving.sim.simulate import simulate
+
+    _answer_says("12_router", "A quarter of the requests (400 of 1,600) are a document's first "
+                              "turn")
+    _answer_says("12_router", "with 40 turns, 2.5%, and the p95 falls to a cache hit's")
+    for sessions, turns, share, slow in ((400, 4, 0.25, True), (100, 16, 0.0625, True),
+                                         (40, 40, 0.025, False)):
+        docs = document_sessions(sessions=sessions, turns=turns)
+        assert sessions / len(docs) == share
+        for router in ("prefix", "session"):
+            p95 = figures(simulate(docs, Design(replicas=4, router=router))).ttft_p95
+            assert (p95 > 0.2) == slow, (sessions, router, p95)
+
+
+def test_13_batching_breaks_the_m_g_1_queue_and_longer_runs_come_nearer():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.sim.simulate import simulate
+    from schedatrix.serving.studies.queueing import service_s
+
+    _answer_says("13_queueing", "so it carries several times 1 / E[S] with short waits")
+    _answer_says("13_queueing", "longer runs come nearer")
+    lengths = {"input_len": "lognormal:1000,0.8", "output_len": "lognormal:150,0.8"}
+    one = Design(max_batch=1)
+    drawn = generate(Load(rate_rps=1.0, **lengths), seed=1, requests=20_000)
+    service = service_s(one, drawn.input_tokens, drawn.output_tokens)
+    rate = 4 / service.mean()                 # four times what one at a time can serve
+    assert mg1(rate, service).rho >= 1
+    batched = figures(simulate(generate(Load(rate_rps=rate, **lengths), 0, requests=20_000),
+                               Design()))
+    assert batched.queue_mean < 0.1
+    target = cq.pk_max_rate_rps(service.tolist(), 8.0)
+    means = [np.mean([figures(simulate(generate(Load(rate_rps=target, **lengths), seed,
+                                                requests=n), one)).queue_mean
+                      for seed in range(3)]) for n in (20_000, 100_000)]
+    assert abs(means[1] - 8.0) < abs(means[0] - 8.0)
+
+
+def test_14_an_moe_step_reads_every_expert_at_a_tpot_sized_batch_and_the_ceiling():
+    from schedatrix.serving.perf.catalog import GPUS, MODELS
+    from schedatrix.serving.perf.moe import expected_experts
+
+    _answer_says("14_sizing", "Mixtral's step reads 99% of its expert weights from batch 16")
+    _answer_says("14_sizing", "Qwen3's 128 experts, 8 a token, take longer to cover (64% at "
+                              "batch 16)")
+    _answer_says("14_sizing", "80 GB at 85% of 3,350 GB/s is 28 ms")
+    mix, qwen = MODELS["mixtral-8x7b"], MODELS["qwen3-30b-a3b"]
+    assert round(float(expected_experts(mix.experts, mix.experts_per_token, 16)) / mix.experts,
+                 2) == 0.99
+    assert round(float(expected_experts(qwen.experts, qwen.experts_per_token, 16))
+                 / qwen.experts, 2) == 0.64
+    assert expected_experts(qwen.experts, qwen.experts_per_token, 128) / qwen.experts > 0.99
+    h100 = GPUS["h100-80gb"]
+    assert round(h100.memory_gb / (0.85 * h100.hbm_gb_s) * 1e3) == 28
+    # below the ceiling the SLO binds: the roofline's batch at 20 ms is under the KV cache's
+    case = next(c for c in cz._sizing_cases() if c[0] == "llama-3.1-8b" and c[1] == "h100-80gb")
+    at_20 = cz.roofline_batch_for_tpot(*case[:5], 0.020, case[6], case[7])
+    assert at_20 < case[7] // case[4] == cz.roofline_batch_for_tpot(*case[:8])
