@@ -33,7 +33,7 @@ SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 NAMES = ["01_score", "02_run_set", "03_eviction", "04_famous_months", "05_month", "06_ideal",
          "07_eviction_odds", "08_kv_capacity", "09_decode_step", "10_request_log",
-         "11_recovery", "12_router"]
+         "11_recovery", "12_router", "13_queueing", "14_sizing"]
 
 
 def _nbval_lax(*paths: Path, cwd: Path) -> subprocess.CompletedProcess:

@@ -736,9 +736,11 @@ def test_no_function_of_the_library_computes_an_answer_the_copy_keeps():
     import signal
 
     from schedatrix.classroom.checking import checks_month as cm
+    from schedatrix.classroom.checking import checks_queueing as cq
     from schedatrix.classroom.checking import checks_serving as cs
     from schedatrix.fleet.window import measured_tok_s
     from schedatrix.serving.replica.kv_cache import largest_batch
+    from schedatrix.serving.studies.queueing import mg1
 
     fixed, rand = grading._score_cases()
     run_f, run_r = grading._run_set_cases()
@@ -756,6 +758,10 @@ def test_no_function_of_the_library_computes_an_answer_the_copy_keeps():
                          lambda a: measured_tok_s(*a), "number"),
         "check_largest_batch": ([c[:5] for c in cs._batch_cases()[:12]],
                                 lambda a: largest_batch(*a), "number"),
+        "check_pk_wait": ([(r, sv) for r, sv, _ in cq._wait_cases()[:4]],
+                          lambda a: mg1(a[0], np.array(a[1])).wait_s, "number"),
+        "check_max_rate": ([c[:2] for c in cq._rate_cases()[:4]],
+                           lambda a: cq.pk_max_rate_rps(*a), "number"),
     }
 
     def same(kind, got, want):

@@ -23,7 +23,8 @@ __all__ = ["run_check", "check_score", "check_run_set", "check_eviction", "check
            "check_month", "check_ideal", "check_signature", "check_window", "check_wilson",
            "check_eviction_odds", "check_kv_capacity", "check_largest_batch",
            "check_smallest_tp", "check_decode_step", "check_tp_for_tpot", "check_log_figures",
-           "check_recovery", "check_router"]
+           "check_recovery", "check_router", "check_pk_wait", "check_max_rate",
+           "check_weight_reads", "check_batch_for_tpot"]
 
 _ERRORS = {"AssertionError": AssertionError, "NotImplementedError": NotImplementedError}
 
@@ -158,3 +159,28 @@ def check_router(choose: Callable) -> None:
     """Exercise 12: ``choose(request, replicas)``, graded by the run it routes."""
     __tracebackhide__ = True
     run_check("check_router", choose=choose)
+
+
+def check_pk_wait(pk_wait_s: Callable) -> None:
+    """Exercise 13: ``pk_wait_s(rate_rps, service_s)``, by Pollaczek-Khinchine."""
+    __tracebackhide__ = True
+    run_check("check_pk_wait", pk_wait_s=pk_wait_s)
+
+
+def check_max_rate(max_rate_rps: Callable) -> None:
+    """Exercise 13: ``max_rate_rps(service_s, mean_wait_s)``."""
+    __tracebackhide__ = True
+    run_check("check_max_rate", max_rate_rps=max_rate_rps)
+
+
+def check_weight_reads(decode_weight_bytes: Callable) -> None:
+    """Exercise 14: ``decode_weight_bytes(model, dtype, batch)``."""
+    __tracebackhide__ = True
+    run_check("check_weight_reads", decode_weight_bytes=decode_weight_bytes)
+
+
+def check_batch_for_tpot(largest_batch_for_tpot: Callable) -> None:
+    """Exercise 14: ``largest_batch_for_tpot(model, gpu, dtype, tp, context_tokens, tpot_slo_s,
+    hbm_share, kv_capacity_tokens)``."""
+    __tracebackhide__ = True
+    run_check("check_batch_for_tpot", largest_batch_for_tpot=largest_batch_for_tpot)

@@ -75,6 +75,12 @@ _KV_BYTES = ("schedatrix.serving.perf.catalog:ModelShape.kv_bytes_per_token_in",
              "schedatrix.serving.perf.shard:LayerShard.kv_bytes_per_token",
              "schedatrix.serving.perf.model:PerfModel.kv_bytes_per_token_per_gpu")
 
+#: The library's Pollaczek-Khinchine (exercise 13 asks for it, and for its inverse).
+_PK = ("schedatrix.serving.studies.queueing:mg1",)
+#: The library's weight reads of a decode step, and the experts a batch touches (exercise 14).
+_WEIGHT_READS = ("schedatrix.serving.perf.model:PerfModel.weight_bytes_read",
+                 "schedatrix.serving.perf.moe:expected_experts")
+
 EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("01_score", "the score of one card", (
         Check("check_score", ("score_card",), ("schedatrix.fleet.score:score",
@@ -151,6 +157,16 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
         Check("check_router", ("choose",),
               ("schedatrix.serving.cluster.routing:PrefixAware.choose",
                "schedatrix.serving.cluster.routing:SessionAffinity.choose")),
+    )),
+    Exercise("13_queueing", "the mean wait by Pollaczek-Khinchine, then the simulator", (
+        Check("check_pk_wait", ("pk_wait_s",), _PK),
+        Check("check_max_rate", ("max_rate_rps",), _PK),
+    )),
+    Exercise("14_sizing", "FP8 and mixture-of-experts weight reads, and the batch a TPOT allows", (
+        Check("check_weight_reads", ("decode_weight_bytes",), _WEIGHT_READS),
+        Check("check_batch_for_tpot", ("largest_batch_for_tpot",), _WEIGHT_READS + (
+            "schedatrix.classroom.checking.checks_sizing:roofline_batch_for_tpot",
+            "schedatrix.classroom.checking.checks_sizing:roofline_step_s")),
     )),
 )}
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from ...errors import InputError
 from ...examples import write_examples
 from ..checking.exercises import CHECK_TAG, EXERCISE_KEY, exercise_of, template_problem
+from .curve import curve_table
 from .extras import NOTEBOOKS, require
 
 __all__ = [
@@ -214,6 +215,11 @@ Check an exercise yourself after running all its cells and saving it:
 
 Hand in the saved notebooks under their own names (`01_score.ipynb`, ...). Your instructor
 grades each one in a sandbox with `schedatrix grade`.
+
+## The serving exercises, easiest first
+
+Each follows a lesson; do the lesson first. The times are estimates.
+
 """
 
 
@@ -267,7 +273,7 @@ def write_release(target: Path | str, solutions: Path | str = "solutions",
         write_examples(out / "examples")
     elif Path(examples).is_dir():
         shutil.copytree(examples, out / "examples")
-    (out / "README.md").write_text(_STUDENT_README, encoding="utf-8")
+    (out / "README.md").write_text(_STUDENT_README + curve_table() + "\n", encoding="utf-8")
     return sorted(p for p in out.rglob("*") if p.is_file())
 
 
