@@ -213,6 +213,9 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                                    "or undecided), 2 on bad input.")
     p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
     _add_scenario_flags(p)
+    next(a for a in p._actions if a.dest == "out").help = (
+        "write decision-record.md, runbook.md and accept.json, and a PNG plot (recovery.png) "
+        "when the scenario has faults (default: accept-report)")
     p.set_defaults(func=_cmd_accept, out_default="accept-report")
     p = sub.add_parser("isolation", help="the noisy neighbour: one tenant bursts; each "
                                          "tenant's figures without and with isolation",

@@ -35,6 +35,16 @@ def need_extra(what: str, modules) -> None:
 
 
 
+class _NotForEmulate(argparse.Action):
+    """A shared scenario flag the emulator cannot honour (it serves what clients send: no
+    load, SLOs, runs or report of its own): one line, exit status 2."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string}: serving emulate takes no load, SLO, run or report "
+                     "flag (it serves the requests clients send); give it to serving bench, "
+                     "which drives the endpoint")
+
+
 def _port(text: str) -> int:
     try:
         v = int(text)
@@ -77,9 +87,11 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                    help="a scenario file (its design, SLO classes and fault schedule)")
     p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
     _add_scenario_flags(p)
-    for action in p._actions:
-        if action.dest in _NOT_FOR_EMULATE:
-            action.help = argparse.SUPPRESS
+    for action in [a for a in p._actions if a.dest in _NOT_FOR_EMULATE]:
+        # not offered: hidden from the help, and refused in one line when given
+        p.add_argument(*action.option_strings, dest=action.dest, default=action.default,
+                       nargs=0 if action.nargs == 0 else None, action=_NotForEmulate,
+                       help=argparse.SUPPRESS)
     g = p.add_argument_group("the server")
     g.add_argument("--host", default="127.0.0.1", help="address to listen on (default "
                                                        "127.0.0.1)")
@@ -148,6 +160,8 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                    help="the load and design that were measured")
     p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
     _add_scenario_flags(p)
+    next(a for a in p._actions if a.dest == "out").help = (
+        "write report.md (the table printed) and result.json (the --json object)")
     p.set_defaults(func=_cmd_measured, make_scenario=make_scenario)
 
 
@@ -315,21 +329,32 @@ def _cmd_measured(args) -> int:
             "measured_requests": len(results.measured), "simulated_requests": len(req),
             "note": note or None, "compared": rows,
             "distance": "measured / simulated - 1"}
+    lines = [f"measured: {results.source} ({results.format}, "
+             f"{len(results.measured):,} requests)",
+             f"simulated: {design.name} on {scenario.load.describe()}"]
+    if note:
+        lines.append(f"note: {note}")
+    for name in names if len(classes) > 1 else names[:1]:
+        lines += ["", f"{name}:" if name != "all" else "all requests:",
+                  f"  {'figure':15s} {'measured':>12s} {'simulated':>12s} {'distance':>9s}"]
+        for k in COMPARED:
+            r = rows[name][k]
+            lines.append(f"  {k:15s} {_fmt(k, r['measured']):>12s} "
+                         f"{_fmt(k, r['simulated']):>12s} "
+                         f"{'-' if r['distance'] is None else format(r['distance'], '+.0%'):>9s}")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text("# Measured beside simulated\n\n"
+                                       "Distance: measured / simulated - 1.\n\n```\n"
+                                       + "\n".join(lines) + "\n```\n")
+        (out / "result.json").write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
     if args.json:
         print(json.dumps(data, allow_nan=False))
         return 0
-    print(f"measured: {results.source} ({results.format}, {len(results.measured):,} requests)")
-    print(f"simulated: {design.name} on {scenario.load.describe()}")
-    if note:
-        print(f"note: {note}")
-    for name in names if len(classes) > 1 else names[:1]:
-        print()
-        print(f"{name}:" if name != "all" else "all requests:")
-        print(f"  {'figure':15s} {'measured':>12s} {'simulated':>12s} {'distance':>9s}")
-        for k in COMPARED:
-            r = rows[name][k]
-            print(f"  {k:15s} {_fmt(k, r['measured']):>12s} {_fmt(k, r['simulated']):>12s} "
-                  f"{'-' if r['distance'] is None else format(r['distance'], '+.0%'):>9s}")
+    print("\n".join(lines))
+    if args.out:
+        print(f"report: {Path(args.out) / 'report.md'}")
     return 0
 
 
