@@ -536,8 +536,10 @@ def _cmd_plan(args) -> int:
     if args.drift is False:
         import dataclasses
         spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, drift=False))
-    with tqdm(desc="plan", unit=" searches", disable=args.json or args.quiet,
-              file=sys.stderr, mininterval=1.0) as bar:
+    # a count with no total: "search 3", which agrees in number at 1 too (tqdm's unit read
+    # "10search", then "1 searches")
+    with tqdm(desc="plan", bar_format="{desc}: search {n_fmt} [{elapsed}{postfix}]",
+              disable=args.json or args.quiet, file=sys.stderr, mininterval=1.0) as bar:
         result = plan(spec, on_progress=lambda text: (bar.set_postfix_str(text[:40]),
                                                       bar.update()))
     if args.json:
