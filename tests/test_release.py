@@ -85,6 +85,8 @@ def test_the_release_readme_opens_jupyterlab_at_the_release_root(tmp_path):
     readme = (out / "README.md").read_text()
     line = next(s.strip() for s in readme.splitlines() if "jupyter lab" in s)
     argv = shlex.split(line)
+    assert "--ServerApp.root_dir=." in argv                      # rooted at the release
+    assert argv[-1] == "notebooks/00_walkthrough.ipynb" and (out / argv[-1]).is_file()
     argv[0] = str(BIN / "jupyter")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
