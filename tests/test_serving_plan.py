@@ -340,3 +340,21 @@ def test_the_progress_and_the_tried_list_agree_in_number(tmp_path):
     said = [t["result"] for t in data["tried"] if t["result"].endswith(("unit", "units"))]
     assert "1 unit" in said and f"{units['big']} units" in said
     assert all((r == "1 unit") == r.startswith("1 ") for r in said), said
+
+
+@pytest.mark.parametrize("old, new", [
+    ('model = "llama-3.2-3b"', 'model = ["llama-3.2-3b"]'),          # a model list
+    ('gpu = "h100-80gb"', 'gpu = {kind = "h100-80gb"}'),            # a GPU table
+    ('gpu = "h100-80gb"', 'gpu = [["h100-80gb"]]'),                 # a nested list
+    ('name = "chat"', 'name = "ch\\u001b[31mat"'),                   # an escape sequence
+])
+def test_the_command_line_refuses_a_wrong_type_in_one_line(old, new, tmp_path):
+    # issue 35: these ended in a TypeError traceback, or printed the name raw
+    text = examples.path("serving-plan.toml").read_text()
+    assert old in text
+    pool = tmp_path / "pool.toml"
+    pool.write_text(text.replace(old, new, 1))
+    done = _cli(str(pool), "--quiet")
+    assert done.returncode == 2 and not done.stdout
+    line, = done.stderr.strip().splitlines()
+    assert "Traceback" not in line and "\x1b" not in line and old.split(" =")[0] in line
