@@ -110,6 +110,21 @@ def test_every_command_offering_out_has_a_case_here():
     assert set(_offers_out()) == set(CASES)
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["serving", "emulate", "--port", "0"], ["--rate", "3"]),
+    (["serving", "emulate", "--port", "0"], ["--json"]),
+    (["serving", "bench", "http://127.0.0.1:9"], ["--reference"]),
+    (["serving", "bench", "http://127.0.0.1:9"], ["--max-runs", "3"]),
+    (["serving", "measured", "results"], ["--runs", "3"]),
+])
+def test_a_flag_a_command_cannot_honour_is_refused_not_ignored(argv, flag):
+    done = run_in_process(*argv, *flag)
+    line, = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and line.startswith(f"schedatrix: error: {flag[0]}: "), line
+    parser = dict(_leaves(build_parser()))[" ".join(argv[:2])]
+    assert flag[0] not in parser.format_usage()                   # and not in its help
+
+
 def test_a_command_that_cannot_write_a_report_does_not_take_out():
     done = run_in_process("serving", "emulate", "--port", "0", "--out", "somewhere")
     assert done.returncode == 2 and "--out: serving emulate" in done.stderr
