@@ -17,21 +17,14 @@ from schedatrix.cli import build_parser
 
 #: A small scenario: one class with SLOs, two designs, a short load.
 SCENARIO = """
+classes = [{name = "chat", ttft_s = 1.0, tpot_s = 0.1}]
+designs = [{replicas = 1}, {replicas = 2}]
+acceptance = {runs = 1}
 [load]
 rate = 4
 requests = 200
 input_len = "uniform:100-900"
 output_len = "uniform:10-120"
-[[classes]]
-name = "chat"
-ttft_s = 1.0
-tpot_s = 0.1
-[[designs]]
-replicas = 1
-[[designs]]
-replicas = 2
-[acceptance]
-runs = 1
 """
 GRID = """
 [load]

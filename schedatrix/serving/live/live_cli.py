@@ -359,18 +359,11 @@ def _cmd_measured(args) -> int:
                          f"{_fmt(k, r['simulated']):>12s} "
                          f"{'-' if r['distance'] is None else format(r['distance'], '+.0%'):>9s}")
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.md").write_text("# Measured beside simulated\n\n"
-                                       "Distance: measured / simulated - 1.\n\n```\n"
-                                       + "\n".join(lines) + "\n```\n")
-        (out / "result.json").write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
-    if args.json:
-        print(json.dumps(data, allow_nan=False))
-        return 0
-    print("\n".join(lines))
-    if args.out:
-        print(f"report: {Path(args.out) / 'report.md'}")
+        from ..reports.measured_report import write_measured_report
+        report = write_measured_report(args.out, data, lines)[0]
+    print(json.dumps(data, allow_nan=False) if args.json else "\n".join(lines))
+    if args.out and not args.json:
+        print(f"report: {report}")
     return 0
 
 
