@@ -53,3 +53,34 @@ def end_sessions(base: str, token: str) -> None:
         req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}",
                                      method="DELETE")
         urllib.request.urlopen(req, timeout=30).close()
+
+
+#: Every number (digits with their commas, points, a leading $ and a trailing %) under the
+#: elements matching a selector whose characters the page draws on more than one line: a
+#: JupyterLab or Voila output cut "2,050" into "2," and "050" (issue 35).
+_SPLIT_NUMBERS = """(css) => {
+  const split = [];
+  let seen = 0;
+  for (const root of document.querySelectorAll(css)) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      for (const m of node.textContent.matchAll(/[$]?\\d[\\d,.]*\\d%?|[$]?\\d%?/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0)
+                              .map(r => Math.round(r.top)));
+        seen += 1;
+        if (lines.size > 1) split.push(m[0]);
+      }
+    }
+  }
+  return [seen, split];
+}"""
+
+
+def split_numbers(page, css: str = "body") -> tuple[int, list[str]]:
+    """How many numbers the page shows under ``css``, and those it breaks over two lines
+    (see ``_SPLIT_NUMBERS``)."""
+    seen, split = page.evaluate(_SPLIT_NUMBERS, css)
+    return seen, split

@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import POLL_MS, end_sessions, launched_chromium
+from browser_support import POLL_MS, end_sessions, launched_chromium, split_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "00_walkthrough.ipynb"
@@ -231,6 +231,8 @@ def test_lessons_opened_without_running_show_their_month(browser, lab):
                     arg=[shown, needle], timeout=90_000, polling=POLL_MS)
             text = page.locator(shown).first.inner_text()
             assert "VBox(children" not in text and "Error displaying widget" not in text
+            seen, split = split_numbers(page, shown)   # issue 35: no number cut in two
+            assert seen > 20 and split == [], split
             if name == "00_walkthrough":  # the answers' <details> is closed: not shown
                 assert "Answers" in text and "the eviction lamp turns green at" not in text
             page.screenshot(path=str(ARTIFACTS / f"{name}-unrun.png"))

@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import POLL_MS, end_sessions, launched_chromium
+from browser_support import POLL_MS, end_sessions, launched_chromium, split_numbers
 
 from schedatrix.course.apps import serve
 from schedatrix.course.apps.design_app import DesignApp
@@ -231,6 +231,21 @@ def test_serving_lesson_in_jupyterlab(browser, lab):
         page.close()
 
 
+def test_a_number_split_over_two_lines_is_found(browser):
+    """The check the pages are held to can fail: text cut at any character, as JupyterLab's
+    output area cuts a long line, splits "2,050"; the same text kept whole does not."""
+    page = browser.new_page(viewport={"width": 800, "height": 600})
+    try:
+        cell = "<div style='width: 9ch; font-family: monospace; {}'>costs 1,234,567 or 2,050</div>"
+        page.set_content(cell.format("word-break: break-all"))
+        seen, split = split_numbers(page)
+        assert seen == 2 and split, split
+        page.set_content(cell.format("white-space: nowrap"))
+        assert split_numbers(page) == (2, [])
+    finally:
+        page.close()
+
+
 def test_design_page_in_voila(browser, voila):
     expected = DesignApp()
     expected.knobs["designs"].value = tuple(DESIGNS)
@@ -249,6 +264,13 @@ def test_design_page_in_voila(browser, voila):
         _wait_text(page, ".sx-d-table", "1 x TP4")     # the table follows the summary
         page.wait_for_selector(".sx-d-plot img, img.sx-d-plot", state="visible")
         page.screenshot(path=str(ARTIFACTS / "design-page-compared.png"), full_page=True)
+        # issue 35: a narrow window wraps the page, never inside a number of its tables
+        for width in (1400, 900, 700):
+            page.set_viewport_size({"width": width, "height": 1100})
+            page.wait_for_timeout(300)
+            seen, split = split_numbers(page)
+            assert seen > 30 and split == [], (width, split)
+        page.set_viewport_size({"width": 1400, "height": 1100})
 
         page.locator(".sx-d-sizes button, button.sx-d-sizes").first.click()
         _wait_text(page, ".sx-d-models", "llama-3.1-70b", 600_000)

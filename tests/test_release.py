@@ -85,6 +85,8 @@ def test_the_release_readme_opens_jupyterlab_at_the_release_root(tmp_path):
     readme = (out / "README.md").read_text()
     line = next(s.strip() for s in readme.splitlines() if "jupyter lab" in s)
     argv = shlex.split(line)
+    assert "--ServerApp.root_dir=." in argv                      # rooted at the release
+    assert argv[-1] == "notebooks/00_walkthrough.ipynb" and (out / argv[-1]).is_file()
     argv[0] = str(BIN / "jupyter")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -109,3 +111,36 @@ def test_the_release_readme_opens_jupyterlab_at_the_release_root(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+#: Files a released notebook names that a class is not given, each with the words its lesson
+#: uses for them: the workspace's real traces (lesson 06: "if your workspace has them"; the
+#: lesson runs without) and the script that picked the walkthrough's seed (the walkthrough
+#: names it as how the draw was chosen, nothing to run).
+NOT_GIVEN = ("../shared/", "shared/", "tools/calibrate_presets.py")
+NAMED = re.compile(r"(?<![\w/.-])((?:\.\./)?(?:[\w.-]+/)+[\w.-]+"
+                   r"\.(?:md|py|toml|csv|gz|ipynb|json))")
+
+
+def test_every_file_a_released_notebook_names_is_the_students(tmp_path):
+    """Issue 35: exercise 08 pointed at shared/spec/serving.md, which neither the repository
+    nor a release has; the lessons linked ../docs/glossary.md, which a release lacked. Each
+    path a lesson or exercise names is in the release (beside the notebook or at its root) or
+    in the installed package (schedatrix/...)."""
+    import schedatrix
+
+    out = tmp_path / "class"
+    write_release(out, ROOT / "solutions", ROOT / "notebooks")
+    package = Path(schedatrix.__file__).resolve().parents[1]
+    missing, seen = [], 0
+    for nb in sorted(out.glob("*/*.ipynb")):
+        for path in set(NAMED.findall(nb.read_text())):
+            if path.startswith(NOT_GIVEN):
+                continue
+            seen += 1
+            places = [nb.parent / path, out / path, package / path]
+            if not any(p.is_file() for p in places):
+                missing.append(f"{nb.parent.name}/{nb.name}: {path}")
+    assert seen > 40 and not missing, missing
+    assert (out / "docs" / "glossary.md").is_file()
+    assert "shared/spec" not in (out / "exercises" / "08_kv_capacity.ipynb").read_text()

@@ -593,3 +593,22 @@ def test_a_replay_of_the_packaged_generated_hour_is_labelled_synthetic(tmp_path)
     assert "generated (not real traffic)" in done.stdout
     done = run_in_process("serving", "fit", str(mine))
     assert "(a real trace)" in done.stdout
+
+
+def test_serving_run_on_the_packaged_hour_says_its_figures_are_synthetic(tmp_path):
+    # issue 35: `serving run --trace` did not say the packaged (generated) hour is synthetic
+    import shutil
+
+    from conftest import run_in_process
+
+    from schedatrix import examples
+
+    copy = tmp_path / "audit_hour_conv.csv.gz"                 # a `schedatrix examples` copy
+    shutil.copyfile(examples.path("audit_hour_conv.csv.gz"), copy)
+    args = ("serving", "run", "--trace", str(copy), "--replicas", "4", "--quiet")
+    done = run_in_process(*args)
+    assert done.returncode == 0, done.stderr
+    folded = " ".join(done.stdout.split()).lower()
+    assert "synthetic load" in folded and "a real trace" not in folded
+    d = json.loads(run_in_process(*args, "--json").stdout)["designs"][0]
+    assert d["synthetic"] is True

@@ -317,3 +317,44 @@ def test_gpus_and_count_share_one_bound(tmp_path):
         pool_from_dict(data)
     r = _cli(str(examples.path("serving-plan.toml")), "--gpus", "100001")
     assert r.returncode == 2 and "100,000" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_progress_and_the_tried_list_agree_in_number(tmp_path):
+    # issue 35: the bar read "10search" (then "1 searches"); the tried list said "1 units"
+    import re
+
+    pool = tmp_path / "pool.toml"
+    model = ('model = "llama-3.2-3b"\ninput_len = "lognormal:800,0.8"\n'
+             'output_len = "lognormal:150,0.7"\nttft_s = 0.5\ntpot_s = 0.04\n')
+    pool.write_text('[pool]\ngpu = "h100-80gb"\ncount = 8\nrequests = 1000\n'
+                    f'[[models]]\nname = "small"\nrate = 2\n{model}'
+                    f'[[models]]\nname = "big"\nrate = 60\n{model}')
+    shown = _cli(str(pool)).stderr.replace("\r", "\n")
+    assert re.search(r"^plan: search \d+ \[", shown, re.M), shown
+    assert not re.search(r"\d ?search|searches", shown.replace("plan: search ", "")), shown
+    done = _cli(str(pool), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    units = {m["name"]: m["units"] for m in data["models"]}
+    assert units["small"] == 1 and units["big"] >= 2          # both numbers are said
+    said = [t["result"] for t in data["tried"] if t["result"].endswith(("unit", "units"))]
+    assert "1 unit" in said and f"{units['big']} units" in said
+    assert all((r == "1 unit") == r.startswith("1 ") for r in said), said
+
+
+@pytest.mark.parametrize("old, new", [
+    ('model = "llama-3.2-3b"', 'model = ["llama-3.2-3b"]'),          # a model list
+    ('gpu = "h100-80gb"', 'gpu = {kind = "h100-80gb"}'),            # a GPU table
+    ('gpu = "h100-80gb"', 'gpu = [["h100-80gb"]]'),                 # a nested list
+    ('name = "chat"', 'name = "ch\\u001b[31mat"'),                   # an escape sequence
+])
+def test_the_command_line_refuses_a_wrong_type_in_one_line(old, new, tmp_path):
+    # issue 35: these ended in a TypeError traceback, or printed the name raw
+    text = examples.path("serving-plan.toml").read_text()
+    assert old in text
+    pool = tmp_path / "pool.toml"
+    pool.write_text(text.replace(old, new, 1))
+    done = _cli(str(pool), "--quiet")
+    assert done.returncode == 2 and not done.stdout
+    line, = done.stderr.strip().splitlines()
+    assert "Traceback" not in line and "\x1b" not in line and old.split(" =")[0] in line

@@ -60,8 +60,67 @@ def _output_lines(path: Path):
                 yield k, line
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")),
-                         ids=lambda p: p.name)
-def test_every_line_a_lesson_prints_fits_the_output_area(path):
+#: Every notebook the course ships with stored outputs: the lessons, the solutions (whose
+#: check cells print the checker's pass line) and the student copies.
+NOTEBOOKS = sorted(p for folder in ("notebooks", "solutions", "exercises")
+                   for p in (ROOT / folder).glob("*.ipynb"))
+#: Known wide, strictly: solution 11 prints its windows as dicts of 122 columns; exercise 11
+#: is being redesigned, and its re-run solution must print them to fit (then this fails, as
+#: an unexpected pass, until the mark is removed).
+WIDE_FOR_NOW = {"solutions/11_recovery.ipynb"}
+
+
+def _marked(path: Path):
+    name = f"{path.parent.name}/{path.name}"
+    marks = [pytest.mark.xfail(strict=True, reason="dict reprs of 122 columns (issue 35)")]
+    return pytest.param(path, id=name, marks=marks if name in WIDE_FOR_NOW else [])
+
+
+def test_the_notebooks_checked_are_every_folder_s():
+    folders = {p.parent.name for p in NOTEBOOKS}
+    assert folders == {"notebooks", "solutions", "exercises"}, folders
+    assert len(NOTEBOOKS) >= 14 + 12 + 12
+
+
+@pytest.mark.parametrize("path", [_marked(p) for p in NOTEBOOKS])
+def test_every_line_a_notebook_prints_fits_the_output_area(path):
     too_wide = [(k, len(line), line[:60]) for k, line in _output_lines(path) if len(line) > WIDTH]
     assert not too_wide, f"{path.name}: {len(too_wide)} lines over {WIDTH} columns: {too_wide[:3]}"
+
+
+def test_a_pass_line_too_wide_puts_its_breakdown_on_a_second_line():
+    from schedatrix.classroom.checking.check_support import passed
+
+    short = passed("check_score", {"fixed": 7, "random": 30})
+    assert short == "check_score: all 37 cases pass (7 fixed, 30 random). Well done!"
+    wide = passed("check_decode_step", {"roofline steps": 35,
+                                        "steps beside the calibrated model": 83})
+    assert wide == ("check_decode_step: all 118 cases pass\n"
+                    "    (35 roofline steps, 83 steps beside the calibrated model). Well done!")
+    assert all(len(line) <= WIDTH for line in wide.split("\n"))
+
+
+def test_a_check_s_message_is_printed_wrapped_to_fit(monkeypatch, capsys):
+    """Whatever line the checker sends (check_router's is its own), the check cell prints it
+    through :func:`wrap`: lines that fit, every word kept."""
+    from schedatrix.classroom import grading
+
+    long = ("check_router: all 3 targets met on the document load (1,234,567 routing decisions "
+            "on a load much longer than the usual one). Well done!")
+    assert len(long) > WIDTH
+
+    class Channel:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(grading, "connect", lambda: Channel())
+    monkeypatch.setattr(grading, "serve_check",
+                        lambda *a: ({"verdict": "pass", "message": long}, None))
+    grading.run_check("check_router", choose=lambda *a: 0)
+    printed = capsys.readouterr().out
+    assert printed.split() == long.split()
+    assert len(printed.rstrip("\n").split("\n")) == 2
+    assert all(len(line) <= WIDTH for line in printed.split("\n"))

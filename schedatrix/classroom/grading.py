@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..text import wrap
 from .checking.boundary import connect, serve_check
 from .checking.exercises import CHECKS
 
@@ -32,8 +33,9 @@ _ERRORS = {"AssertionError": AssertionError, "NotImplementedError": NotImplement
 def run_check(name: str, **functions: Callable) -> None:
     """Run the registered check ``name`` on the learner's ``functions`` in a checker process.
 
-    Prints the checker's line on a pass; raises its ``AssertionError`` or
-    ``NotImplementedError`` on a fail (``RuntimeError`` when the checker itself broke down).
+    Prints the checker's line on a pass (wrapped at spaces to fit the output area); raises its
+    ``AssertionError`` or ``NotImplementedError`` on a fail (``RuntimeError`` when the checker
+    itself broke down).
     """
     __tracebackhide__ = True  # IPython shows the learner the check cell, not this plumbing
     check = CHECKS[name]
@@ -41,7 +43,7 @@ def run_check(name: str, **functions: Callable) -> None:
         verdict, raised = serve_check(channel, name, functions, check.answers)
     message = str(verdict.get("message", ""))
     if verdict.get("verdict") == "pass":
-        print(message)
+        print(wrap(message))
         return
     error = _ERRORS.get(str(verdict.get("error")), RuntimeError)
     if error is NotImplementedError and isinstance(raised, NotImplementedError):

@@ -229,6 +229,9 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                                    "or undecided), 2 on bad input.")
     p.add_argument("scenario", metavar="SCENARIO.toml", help="a scenario file")
     _add_scenario_flags(p)
+    next(a for a in p._actions if a.dest == "out").help = (
+        "write decision-record.md, runbook.md and accept.json, and a PNG plot (recovery.png) "
+        "when the scenario has faults (default: accept-report)")
     p.set_defaults(func=_cmd_accept, out_default="accept-report")
     p = sub.add_parser("isolation", help="the noisy neighbour: one tenant bursts; each "
                                          "tenant's figures without and with isolation",
@@ -551,8 +554,10 @@ def _cmd_plan(args) -> int:
     if args.drift is False:
         import dataclasses
         spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, drift=False))
-    with tqdm(desc="plan", unit=" searches", disable=args.json or args.quiet,
-              file=sys.stderr, mininterval=1.0) as bar:
+    # a count with no total: "search 3", which agrees in number at 1 too (tqdm's unit read
+    # "10search", then "1 searches")
+    with tqdm(desc="plan", bar_format="{desc}: search {n_fmt} [{elapsed}{postfix}]",
+              disable=args.json or args.quiet, file=sys.stderr, mininterval=1.0) as bar:
         result = plan(spec, on_progress=lambda text: (bar.set_postfix_str(text[:40]),
                                                       bar.update()))
     if args.json:

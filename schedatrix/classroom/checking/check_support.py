@@ -17,6 +17,7 @@ import numpy as np
 
 from ...fleet.month import Month
 from ...fleet.plan import Plan
+from ...text import WIDTH
 from .boundary import MAX_MESSAGE_BYTES, AnswerRefused, AnswerTooBig, BoundaryError, LearnerRaised
 
 __all__ = ["RANDOM_SEED", "DRAWN", "fmt", "brief", "call", "as_indices", "as_number", "passed",
@@ -156,10 +157,12 @@ def as_indices(name: str, shown: str, result) -> list[int]:
 
 
 def passed(name: str, counts: dict[str, int]) -> str:
-    """The one line a passing check shows."""
+    """The line a passing check shows; where it would be wider than the output area
+    (:data:`~schedatrix.text.WIDTH`), the cases' breakdown goes on an indented second line."""
     total = sum(counts.values())
     parts = ", ".join(f"{n} {what}" for what, n in counts.items())
-    return f"{name}: all {total} cases pass ({parts}). Well done!"
+    head, tail = f"{name}: all {total} cases pass", f"({parts}). Well done!"
+    return f"{head} {tail}" if len(head) + 1 + len(tail) <= WIDTH else f"{head}\n    {tail}"
 
 
 def describe(plan: Plan) -> str:

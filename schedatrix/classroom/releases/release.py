@@ -14,8 +14,9 @@ read-only for JupyterLab; the notebook keeps only the kernel), so regenerating i
 and ``--check`` can tell when ``exercises/`` is out of date. A solution must be a registered
 exercise whose check cells match the registry (:mod:`.exercises`).
 
-``--release DIR`` writes what a class receives: the exercises, the lessons (``notebooks/``)
-and ``examples/`` (the package's example files), with a short README; never ``solutions/``.
+``--release DIR`` writes what a class receives: the exercises, the lessons (``notebooks/``),
+``examples/`` (the package's example files) and the pages of ``docs/`` the lessons name (the
+glossary and further reading each lesson links to), with a short README; never ``solutions/``.
 Where the lessons and solutions sit in a git checkout, the release is refused while any of
 their notebooks differ from the committed ones (JupyterLab's autosave writes a half-run lesson
 while someone browses it), naming the files: a class gets what was committed and tested.
@@ -24,6 +25,7 @@ while someone browses it), naming the files: a class gets what was committed and
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -196,6 +198,7 @@ def _registered(nb, path: Path) -> None:
 _STUDENT_README = """# Your schedatrix course
 
 - `notebooks/`: the lessons. Start with `00_walkthrough.ipynb`.
+- `docs/`: the glossary, the further reading and the pages the lessons name.
 - `exercises/`: your exercises. Replace each `raise NotImplementedError(...)` with your code,
   then run the check cell under it: it tries your function on many cases and tells you which
   input gave what. The check cells are read-only: a changed check cell fails the grade.
@@ -244,6 +247,16 @@ def uncommitted(*folders: Path | str) -> list[str]:
     return sorted(set(found))
 
 
+#: A page of ``docs/`` as a lesson names it: a link (``../docs/glossary.md``) or in its prose.
+DOC_PAGE = re.compile(r"(?<![\w/.-])(?:\.\./)?docs/([\w-]+\.md)\b")
+
+
+def named_docs(folder: Path) -> set[str]:
+    """The ``docs/`` pages the notebooks in ``folder`` name (file names)."""
+    return {m for path in folder.glob("*.ipynb")
+            for m in DOC_PAGE.findall(path.read_text(encoding="utf-8"))}
+
+
 def write_release(target: Path | str, solutions: Path | str = "solutions",
                   notebooks: Path | str = "notebooks",
                   examples: Path | str | None = None) -> list[Path]:
@@ -251,7 +264,8 @@ def write_release(target: Path | str, solutions: Path | str = "solutions",
 
     ``target/exercises`` is generated from ``solutions`` (which is never copied),
     ``target/notebooks`` and ``target/examples`` are copies (the package's own example files
-    unless ``examples`` names a folder), and a README tells students
+    unless ``examples`` names a folder), ``target/docs`` holds the pages of the ``docs/``
+    beside the lessons that the released notebooks name, and a README tells students
     how to work and check.
     """
     out = Path(target)
@@ -273,6 +287,11 @@ def write_release(target: Path | str, solutions: Path | str = "solutions",
         write_examples(out / "examples")
     elif Path(examples).is_dir():
         shutil.copytree(examples, out / "examples")
+    docs = lessons.resolve().parent / "docs"
+    for name in sorted(named_docs(out / "notebooks") | named_docs(out / "exercises")):
+        if (docs / name).is_file():
+            (out / "docs").mkdir(exist_ok=True)
+            shutil.copyfile(docs / name, out / "docs" / name)
     (out / "README.md").write_text(_STUDENT_README + curve_table() + "\n", encoding="utf-8")
     return sorted(p for p in out.rglob("*") if p.is_file())
 
@@ -284,7 +303,8 @@ def _run(args) -> int:
             raise InputError("--check and --release do not go together")
         files = write_release(args.release, args.solutions, args.notebooks)
         print(f"wrote {len(files)} files to {args.release}: exercises/, notebooks/, "
-              "README.md (no solutions): hand out this folder, not the repository")
+              "examples/, docs/, README.md (no solutions): hand out this folder, not the "
+              "repository")
         return 0
     changed = make_exercises(args.solutions, args.exercises, check=args.check)
     if args.check:

@@ -35,6 +35,26 @@ def need_extra(what: str, modules) -> None:
 
 
 
+class _NotOffered(argparse.Action):
+    """A shared scenario flag a command cannot honour: hidden from its help, and refused in
+    one line (exit status 2) when given, saying why."""
+
+    def __init__(self, option_strings, dest, why: str, **kw):
+        super().__init__(option_strings, dest, **kw)
+        self.why = why
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string}: {self.why}")
+
+
+def _not_offered(parser: argparse.ArgumentParser, dests, why: str) -> None:
+    """Replace the flags ``dests`` of ``parser`` by refusals saying ``why``."""
+    for action in [a for a in parser._actions if a.dest in dests]:
+        parser.add_argument(*action.option_strings, dest=action.dest, default=action.default,
+                            nargs=0 if action.nargs == 0 else None, action=_NotOffered,
+                            why=why, help=argparse.SUPPRESS)
+
+
 def _port(text: str) -> int:
     try:
         v = int(text)
@@ -77,9 +97,9 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                    help="a scenario file (its design, SLO classes and fault schedule)")
     p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
     _add_scenario_flags(p)
-    for action in p._actions:
-        if action.dest in _NOT_FOR_EMULATE:
-            action.help = argparse.SUPPRESS
+    _not_offered(p, _NOT_FOR_EMULATE,
+                 "serving emulate takes no load, SLO, run or report flag (it serves the "
+                 "requests clients send); give it to serving bench, which drives the endpoint")
     g = p.add_argument_group("the server")
     g.add_argument("--host", default="127.0.0.1", help="address to listen on (default "
                                                        "127.0.0.1)")
@@ -116,6 +136,11 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                    help="which of the scenario's designs the endpoint runs (its GPUs price "
                         "the tokens)")
     _add_scenario_flags(p)
+    _not_offered(p, {"reference", "max_runs"},
+                 "serving bench measures the endpoint: it simulates nothing, and makes the "
+                 "--runs it is given")
+    runs = next(a for a in p._actions if a.dest == "runs")
+    runs.help, runs.metavar = "runs of the load on seeds seed, seed+1, ... (default 1)", "N"
     g = p.add_argument_group("the endpoint")
     g.add_argument("--model", dest="served_model", metavar="NAME",
                    help="the model name to send (default: the first of URL/v1/models)")
@@ -136,8 +161,8 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
     p.set_defaults(func=_cmd_bench, model=None, make_scenario=make_scenario, finish=finish)
 
     p = sub.add_parser(
-        "measured", help="a benchmark's per-request results beside the simulation of the same "
-                         "load",
+        "measured", conflict_handler="resolve",
+        help="a benchmark's per-request results beside the simulation of the same load",
         description="Read per-request results (serving bench's --out folder or requests.json; "
                     "vLLM's bench serve --save-result --save-detailed JSON) and show p50/p95 "
                     "TTFT, ITL, TPOT, goodput and SLO attainment, overall and per class, beside "
@@ -148,6 +173,11 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
                    help="the load and design that were measured")
     p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
     _add_scenario_flags(p)
+    _not_offered(p, {"runs", "max_runs", "quiet"},
+                 "serving measured compares the results with one simulated run (--seed), "
+                 "and shows no progress bar")
+    next(a for a in p._actions if a.dest == "out").help = (
+        "write report.md (the table printed) and result.json (the --json object)")
     p.set_defaults(func=_cmd_measured, make_scenario=make_scenario)
 
 
@@ -315,21 +345,25 @@ def _cmd_measured(args) -> int:
             "measured_requests": len(results.measured), "simulated_requests": len(req),
             "note": note or None, "compared": rows,
             "distance": "measured / simulated - 1"}
-    if args.json:
-        print(json.dumps(data, allow_nan=False))
-        return 0
-    print(f"measured: {results.source} ({results.format}, {len(results.measured):,} requests)")
-    print(f"simulated: {design.name} on {scenario.load.describe()}")
+    lines = [f"measured: {results.source} ({results.format}, "
+             f"{len(results.measured):,} requests)",
+             f"simulated: {design.name} on {scenario.load.describe()}"]
     if note:
-        print(f"note: {note}")
+        lines.append(f"note: {note}")
     for name in names if len(classes) > 1 else names[:1]:
-        print()
-        print(f"{name}:" if name != "all" else "all requests:")
-        print(f"  {'figure':15s} {'measured':>12s} {'simulated':>12s} {'distance':>9s}")
+        lines += ["", f"{name}:" if name != "all" else "all requests:",
+                  f"  {'figure':15s} {'measured':>12s} {'simulated':>12s} {'distance':>9s}"]
         for k in COMPARED:
             r = rows[name][k]
-            print(f"  {k:15s} {_fmt(k, r['measured']):>12s} {_fmt(k, r['simulated']):>12s} "
-                  f"{'-' if r['distance'] is None else format(r['distance'], '+.0%'):>9s}")
+            lines.append(f"  {k:15s} {_fmt(k, r['measured']):>12s} "
+                         f"{_fmt(k, r['simulated']):>12s} "
+                         f"{'-' if r['distance'] is None else format(r['distance'], '+.0%'):>9s}")
+    if args.out:
+        from ..reports.measured_report import write_measured_report
+        report = write_measured_report(args.out, data, lines)[0]
+    print(json.dumps(data, allow_nan=False) if args.json else "\n".join(lines))
+    if args.out and not args.json:
+        print(f"report: {report}")
     return 0
 
 
