@@ -27,7 +27,7 @@ ALLOWED = {
 #: and the wing's loose modules named ``below``), and its loose modules. A loose module that is
 #: neither below the rooms nor ``__init__`` sits on top of them all (``cli``, ``grading``).
 ROOMED = {
-    "serving": {"rooms": ("load", "perf", "replica", "cluster", "figures", "sim", "intake",
+    "serving": {"rooms": ("load", "perf", "published", "replica", "cluster", "figures", "sim", "intake",
                           "studies", "scenarios", "reports", "sweeps", "live"),
                 "loose": {"__init__", "numbers", "cli"}, "below": {"numbers"}},
     "course": {"rooms": ("figures", "drills", "apps"),

@@ -19,7 +19,7 @@ from schedatrix.serving.cluster.policy import Policy
 from schedatrix.serving.figures.record import COMPLETED
 from schedatrix.serving.load.requests import Requests
 from schedatrix.serving.perf.model import PerfModel
-from schedatrix.serving.perf.published_spec import SPEC_PUBLISHED, accept_from_length
+from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED, accept_from_length
 from schedatrix.serving.perf.spec_decode import (
     DEFAULT_ACCEPT,
     SpecDecode,

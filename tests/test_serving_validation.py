@@ -20,8 +20,8 @@ from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load
 from schedatrix.serving.perf.host import VLLM_HOST
 from schedatrix.serving.perf.model import CUDA_GRAPH_MAX_TOKENS, PerfModel
-from schedatrix.serving.perf.published import PUBLISHED, UNREPLAYED
-from schedatrix.serving.perf.published_spec import SPEC_PUBLISHED
+from schedatrix.serving.published.rows import PUBLISHED, UNREPLAYED
+from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED
 from schedatrix.serving.studies.capacity import goodput_capacity
 from schedatrix.serving.studies.validation import (
     KINDS,
@@ -140,7 +140,7 @@ def test_no_kind_leans_one_way(kind, summaries):
                          _report(summaries.values()))
 
 
-@pytest.mark.xfail(strict=True, reason="68% of the 140 tests in band today: the online TTFT "
+@pytest.mark.xfail(strict=True, reason="68% of the 153 tests in band today: the online TTFT "
                    "rows of KNOWN_LEANS hold 30 of the 45 misses (issue 32, open)")
 def test_nine_in_ten_of_all_tests_are_in_band(summaries):
     every = [t for k in summaries.values() for t in k.tests]
@@ -232,7 +232,7 @@ def test_tensorrt_llm_09_runs_its_fp8_mixtral_experts_in_16_bit():
 def test_the_grouped_fp8_matmuls_follow_deepgemms_table():
     # DeepGEMM's FP8 table on an H800 (the H100 SXM's SMs and HBM), every row, against the
     # calibrated roofline run as the MoE model runs its experts: no constant fitted to it
-    from schedatrix.serving.perf.fp8_gemm import DEEPGEMM_H800, fp8_flops_share
+    from schedatrix.serving.published.fp8_gemm import DEEPGEMM_H800, fp8_flops_share
     from schedatrix.serving.studies.validation import gemm_checks
 
     found = gemm_checks("h100-80gb")

@@ -3,7 +3,7 @@
 
 No profile in ../shared/serving-data times the host (scheduling, input preparation, the
 dispatch of each eager kernel), so two published measurements fix the two terms
-(schedatrix/serving/perf/published.py, the rows whose ``calibrates`` names them): vLLM's CI
+(schedatrix/serving/published/rows.py, the rows whose ``calibrates`` names them): vLLM's CI
 latency benchmark of Llama 3 8B on one H200 gives ``step_s``, then vLLM PR #10058's run without
 CUDA graphs gives ``dispatch_s``. Every other row of docs/serving-validation.md tests them.
 Writes schedatrix/serving/perf/host_fit.py; ``--check`` writes nothing and exits 1 when the

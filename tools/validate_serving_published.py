@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replay every published measurement of schedatrix/serving/perf/published.py on the simulator
+"""Replay every published measurement of schedatrix/serving/published/rows.py on the simulator
 and write the table of docs/serving-validation.md (between its markers); ``--check`` writes
 nothing and exits 1 when the page's table differs from a fresh run.
 
@@ -30,7 +30,7 @@ def table(checks: list | None = None) -> str:
     """The page's tables: every row's check (``checks``, or a fresh run of them), the per-kind
     bias, the worst tests, the sources and the measurements not replayed."""
     sys.path.insert(0, str(ROOT))
-    from schedatrix.serving.perf.published import UNREPLAYED
+    from schedatrix.serving.published.rows import UNREPLAYED
     from schedatrix.serving.studies.validation import (
         LEAN_LIMIT,
         SHARE_AIM,

@@ -4,8 +4,8 @@ against profiled GPUs.
 
 Modules: ``catalog``, ``shard``, ``kernels``, ``coefficients`` (generated), ``model``
 (:class:`PerfModel`, the interface the simulators use), ``profiles``, ``calibration``,
-``profile_errors``, ``spec_decode`` (a replica that speculates), ``published`` and
-``published_spec`` (the measurements the model is held to).
+``profile_errors``, ``spec_decode`` (a replica that speculates). The published measurements
+the model is held to live in :mod:`schedatrix.serving.published`.
 """
 
 from .model import FixedCostModel, PerfModel, PerformanceModel

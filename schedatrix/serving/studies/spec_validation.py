@@ -1,4 +1,4 @@
-"""The replay of a speculative-decoding row (:mod:`..perf.published_spec`): one request at a
+"""The replay of a speculative-decoding row (:mod:`..published.spec_rows`): one request at a
 time on the row's setup, speculating as the row did, its acceptance rate solved from the
 acceptance length its source measured."""
 
@@ -12,7 +12,7 @@ from ..figures.record import COMPLETED
 from ..load.requests import Requests
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.model import PerfModel
-from ..perf.published_spec import SpecPublished, accept_from_length
+from ..published.spec_rows import SpecPublished, accept_from_length
 from ..perf.spec_decode import SpecPerfModel
 from ..sim.engine import simulate_fast
 

@@ -1,5 +1,5 @@
 """The validation against published measurements: replay each row of
-:mod:`schedatrix.serving.perf.published` on the simulator and compare (docs/serving-validation.md).
+:mod:`schedatrix.serving.published.rows` on the simulator and compare (docs/serving-validation.md).
 
 ``check(row)`` gives the model's figure, the ratio to the published one and whether it lies in
 the row's band. Two terms of the host's costs (:mod:`..perf.host`) are fitted here, each to the
@@ -11,7 +11,7 @@ the command line does (``Design.perf``, the fit's host costs passed in).
 
 ``online_start_study()`` replays the online TTFT rows with the users starting together (as
 AIPerf's concurrency mode does, the validation's replay) and staggered; ``gemm_checks()`` holds
-the matmul roofline to DeepGEMM's FP8 table (:mod:`..perf.fp8_gemm`).
+the matmul roofline to DeepGEMM's FP8 table (:mod:`..published.fp8_gemm`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
 from ..perf.catalog import gpu as gpu_of
 from ..perf.engines import ENGINES
-from ..perf.fp8_gemm import DEEPGEMM_H800
+from ..published.fp8_gemm import DEEPGEMM_H800
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.kernels import efficiency, matmul_s
-from ..perf.published import PUBLISHED, Published
-from ..perf.published_spec import SPEC_PUBLISHED
+from ..published.rows import PUBLISHED, Published
+from ..published.spec_rows import SPEC_PUBLISHED
 from ..sim.engine import simulate_fast
 from .spec_validation import is_spec, replay_spec
 
@@ -330,7 +330,7 @@ def summarize(checks: list[Check]) -> list[KindSummary]:
 
 
 def gemm_checks(gpu: str = "h100-80gb") -> list[tuple[tuple, float]]:
-    """Each row of DeepGEMM's FP8 table (:data:`..perf.fp8_gemm.DEEPGEMM_H800`) with the
+    """Each row of DeepGEMM's FP8 table (:data:`..published.fp8_gemm.DEEPGEMM_H800`) with the
     TFLOP/s the calibrated matmul roofline gives it on ``gpu`` (the H800's SMs, FP8 peak and
     HBM are the H100 SXM's): a dense GEMM as one matmul, a grouped one as the MoE model runs its
     experts (:func:`..perf.moe._grouped_matmul_s`: every group's rows against its own weights,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .published import LATENCY_BAND, Published
+from .rows import LATENCY_BAND, Published
 
 __all__ = ["SpecPublished", "SPEC_PUBLISHED", "accept_from_length"]
 
@@ -63,7 +63,7 @@ class SpecPublished(Published):
 def accept_from_length(length: float, tokens: int) -> float:
     """The per-position acceptance rate ``a`` whose mean tokens a step,
     ``(1 - a^(K+1)) / (1 - a)``, is ``length`` at ``tokens`` = K (bisection; 1 <= length <= K+1)."""
-    from .spec_decode import expected_tokens
+    from ..perf.spec_decode import expected_tokens
     if not 1.0 <= length <= tokens + 1:
         raise ValueError(f"accept_length {length} outside 1 to K + 1 = {tokens + 1}")
     lo, hi = 0.0, 1.0
