@@ -63,14 +63,14 @@ def _runs_arg(text):
     return _positive(int, "--runs")(text)
 
 
-def _at_least_zero(flag):
+def _at_least_zero(flag, high=1000):
     def parse(text):
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
-        if not 0 <= v <= 1000:
-            raise argparse.ArgumentTypeError(f"{flag} must be from 0 to 1000, got {text!r}")
+        if not 0 <= v <= high:
+            raise argparse.ArgumentTypeError(f"{flag} must be from 0 to {high:g}, got {text!r}")
         return v
     return parse
 
@@ -132,6 +132,11 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--expert-skew", type=_expert_skew, metavar="S",
                    help="routing skew of a mixture-of-experts model: the Zipf exponent of its "
                         "experts' popularity, 0 (default) uniform; refused for a dense model")
+    g.add_argument("--kv-offload-gb", type=_at_least_zero("--kv-offload-gb", 100_000),
+                   metavar="GB",
+                   help="a CPU tier for the prefix cache: GB of host memory per replica that "
+                        "keeps blocks evicted from HBM, copied back over PCIe on a hit "
+                        "(default 0: off)")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -300,7 +305,7 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "decode_tp": "decode_tp", "prefill_gpu": "prefill_gpu",
                  "decode_gpu": "decode_gpu", "dtype": "dtype", "ep": "ep",
                  "expert_skew": "expert_skew", "engine": "engine",
-                 "async_scheduling": "async_scheduling"}
+                 "async_scheduling": "async_scheduling", "kv_offload_gb": "kv_offload_gb"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
@@ -419,6 +424,8 @@ def _finish(comparisons: dict, scenario, args) -> int:
         print(f"  {o.design.name}: {o.verdict()}")
         if o.rejections():
             print(f"  {o.design.name}: {o.rejections()}")
+        if o.design.kv_offload_gb:
+            print(f"  {o.design.name}: {_kv_tiers_text(o)}")
     for name, reason in main.skipped:
         print(f"  {name}: not run ({reason})")
     if len(comparisons) > 1:
@@ -437,6 +444,16 @@ def _finish(comparisons: dict, scenario, args) -> int:
     if args.out:
         print(f"report: {paths[0]}")
     return 0
+
+
+def _kv_tiers_text(o) -> str:
+    """The CPU tier's line: prefix hits by tier, its copies' seconds against the prefill
+    they saved (means over the runs)."""
+    from .studies.outcome_json import kv_offload_json
+    k = kv_offload_json(o)
+    return (f"CPU tier {k['gb']:g} GB: prefix hits {k['prefix_hit_share_hbm']:.1%} from HBM, "
+            f"{k['prefix_hit_share_cpu']:.1%} from CPU; copies {k['load_s']:.2f} s against "
+            f"{k['recompute_saved_s']:.2f} s of prefill saved")
 
 
 def _runs_planned(designs, models, baseline: bool) -> int:

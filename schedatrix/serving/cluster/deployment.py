@@ -37,6 +37,8 @@ engine's host time per iteration unless ``host_ms`` gives another (:mod:`..perf.
 ``dtype`` (``bf16`` or ``fp8``) sets the weights' and the KV cache's precision; ``ep`` (1 or each
 side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, and ``expert_skew``
 (0: uniform) is the Zipf exponent of its routing (:mod:`..perf.moe`; refused for a dense model).
+``kv_offload_gb`` (0: off) gives each replica a CPU tier of that many GB of host memory for its
+prefix cache, copied back over each GPU's PCIe link (:mod:`..replica.cpu_tier`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
 from ..perf.host import host_costs
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
+from ..perf.pcie import h2d_gb_s
+from ..replica.cpu_tier import MAX_OFFLOAD_GB, KVOffload
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
 from .admission import Admission
 from .faults import Resilience
@@ -105,6 +109,7 @@ class Design:
     engine: str | None = None
     async_scheduling: bool | None = None
     client_path: str | ClientPath = "vllm"
+    kv_offload_gb: float = 0.0
 
     def __post_init__(self):
         model(self.model)
@@ -197,6 +202,8 @@ class Design:
                 "price_per_gpu_hour", self.price_per_gpu_hour, 0.0, 1e6))
         SchedulerConfig(self.batch_cap(), self.token_budget(), self.chunked_prefill,
                         self.block_tokens)
+        object.__setattr__(self, "kv_offload_gb", check_real(
+            "kv_offload_gb", self.kv_offload_gb, 0.0, MAX_OFFLOAD_GB))
         buckets = self.buckets
         if isinstance(buckets, dict):
             buckets = tuple((k, *v) if isinstance(v, list | tuple) else (k, v)
@@ -251,6 +258,13 @@ class Design:
             return self.preemption
         modes = self.engine_profile().preemption
         return modes[0] if modes else "recompute"
+
+    def kv_offload(self) -> KVOffload | None:
+        """The replicas' CPU tier (None when ``kv_offload_gb`` is 0), copying back at the PCIe
+        rate of the GPU requests enter on (a split's prefill side: it looks prefixes up)."""
+        if not self.kv_offload_gb:
+            return None
+        return KVOffload(self.kv_offload_gb, h2d_gb_s(self.gpu_of(self.roles()[0])))
 
     def client(self) -> ClientPath:
         path = self.client_path
@@ -411,7 +425,7 @@ def build(design: Design, hash_block_tokens: int = 0) -> Built:
     config = SchedulerConfig(design.batch_cap(), design.token_budget(),
                              design.chunked_prefill, design.block_tokens, hb,
                              model(design.model).max_context, design.async_on(),
-                             design.engine_profile().capacity)
+                             design.engine_profile().capacity, design.kv_offload())
     plans, node, free, kind = [], 0, GPUS_PER_NODE, None
     for role in design.roles():
         g = design.gpus_per_replica_of(role)
