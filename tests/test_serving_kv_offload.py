@@ -26,16 +26,13 @@ from schedatrix.serving.replica.knobs import SchedulerConfig
 from schedatrix.serving.sim.engine import simulate_fast
 from schedatrix.serving.sim.reference import simulate_reference
 from schedatrix.serving.sim.simulate import simulate
+from schedatrix.serving.studies.cpu_tier_effect import tier_effect
 
 #: The load that shows the tier matters: 400 documents of 3,072 tokens (1.2M tokens, three
 #: times the 412k tokens of KV an A100 holds beside Llama-3.1-8B), 4 questions a second.
 BIG = dict(requests=2000, rate_rps=4.0, documents=400, seed=0)
 #: The same questions about 50 documents (154k tokens): they fit in HBM.
 FITS = dict(BIG, documents=50)
-
-
-def _mean_ttft(run) -> float:
-    return float(np.nanmean(run.first_token_s - run.arrival_s))
 
 
 # -- the tier itself ----------------------------------------------------------------------------
@@ -101,37 +98,33 @@ def test_reference_equals_fast_on_a_design_whose_documents_spill_to_the_tier():
 
 # -- what it buys ---------------------------------------------------------------------------------
 def test_the_tier_raises_the_hit_share_and_cuts_ttft_when_the_documents_exceed_hbm():
-    req = shared_prefix_load(**BIG)
-    off, on = simulate(req, Design()), simulate(req, Design(kv_offload_gb=200))
-    assert build(Design(), 512).kv_blocks_per_replica * 16 < 400 * 3072   # they exceed HBM
-    t_off, t_on = kv_tiers(off), kv_tiers(on)
-    assert t_off.cpu_hit_share == 0 and t_on.cpu_hit_share > 0.3
-    assert t_on.hit_share > t_off.hit_share + 0.3
-    assert _mean_ttft(on) < 0.6 * _mean_ttft(off)
-    # each copy is charged at the PCIe rate: its seconds are its tokens' bytes over 25 GB/s
-    perf = Design().perf()
-    assert t_on.load_s == pytest.approx(on.prefix_cpu_hit_tokens
-                                        * perf.kv_bytes_per_token_per_gpu / 25e9)
-    assert t_on.load_s < t_on.recompute_saved_s / 5     # far less than the prefill it saves
+    e = tier_effect(Design(), 200)                       # 400 documents
+    assert e.document_tokens > 2.5 * e.hbm_tokens        # they exceed HBM
+    assert e.off.cpu_hit_share == 0 and e.on.cpu_hit_share > 0.3
+    assert e.on.hit_share > e.off.hit_share + 0.3
+    assert e.ttft_on_s < 0.6 * e.ttft_off_s
+    assert e.on.load_s < e.on.recompute_saved_s / 5      # far less than the prefill it saves
 
 
 def test_the_tier_does_nothing_when_the_documents_fit_in_hbm():
+    e = tier_effect(Design(), 200, documents=50)
+    assert e.document_tokens < 0.5 * e.hbm_tokens
+    assert e.on == e.off and e.ttft_on_s == e.ttft_off_s
     req = shared_prefix_load(**FITS)
     off, on = simulate(req, Design()), simulate(req, Design(kv_offload_gb=200))
     assert figures(on) == figures(off)
     assert np.array_equal(on.first_token_s, off.first_token_s, equal_nan=True)
-    assert on.prefix_cpu_hit_tokens == 0 and on.prefix_hit_tokens == off.prefix_hit_tokens
 
 
-def test_a_faster_pcie_link_makes_the_copies_cheaper():
+def test_each_copy_is_charged_at_its_gpus_pcie_rate():
     req = shared_prefix_load(**{**BIG, "requests": 800})
-    gen5 = kv_tiers(simulate(req, Design(gpu="h100-80gb", kv_offload_gb=200)))
-    assert h2d_gb_s("h100-80gb") == 2 * h2d_gb_s("a100-80gb")
-    a100 = simulate(req, Design(kv_offload_gb=200))
-    perf = Design().perf()
-    assert kv_tiers(a100).load_s == pytest.approx(
-        a100.prefix_cpu_hit_tokens * perf.kv_bytes_per_token_per_gpu / 25e9)
-    assert gen5.load_s < kv_tiers(a100).load_s
+    assert h2d_gb_s("h100-80gb") == 2 * h2d_gb_s("a100-80gb") == 50.0
+    for gpu, gb_s in (("a100-80gb", 25e9), ("h100-80gb", 50e9)):
+        run = simulate(req, Design(gpu=gpu, kv_offload_gb=200))
+        assert run.prefix_cpu_hit_tokens > 0
+        # its seconds are its tokens' bytes on one GPU over that GPU's PCIe link
+        assert kv_tiers(run).load_s == pytest.approx(
+            run.prefix_cpu_hit_tokens * Design(gpu=gpu).perf().kv_bytes_per_token_per_gpu / gb_s)
 
 
 # -- the command line and TOML --------------------------------------------------------------------

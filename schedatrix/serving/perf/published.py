@@ -46,6 +46,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .published_offload import OFFLOAD_ROWS, OFFLOAD_UNREPLAYED
+
 __all__ = ["Published", "PUBLISHED", "UNREPLAYED", "LATENCY_BAND", "THROUGHPUT_BAND",
            "ONLINE_TTFT_BAND"]
 
@@ -369,3 +371,5 @@ UNREPLAYED: tuple[tuple[str, str, str], ...] = (
     ("Sarathi-Serve (OSDI'24)", "https://arxiv.org/abs/2403.02310",
      "A100 PCIe and A40 GPUs, not in the catalog"),
 )
+PUBLISHED += OFFLOAD_ROWS                # a CPU tier for the KV cache: .published_offload
+UNREPLAYED += OFFLOAD_UNREPLAYED
