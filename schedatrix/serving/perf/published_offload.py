@@ -7,15 +7,11 @@ cache")."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .published import Published
-
 __all__ = ["OFFLOAD_ROWS", "OFFLOAD_UNREPLAYED"]
 
-#: Replayable rows of a CPU KV tier (none found with a complete setup).
-OFFLOAD_ROWS: tuple[Published, ...] = ()
+#: Replayable rows of a CPU KV tier, :class:`~.published.Published` each (none found with a
+#: complete setup).
+OFFLOAD_ROWS: tuple = ()
 
 #: Published measurements of a CPU KV tier not replayed, each with what it lacks.
 OFFLOAD_UNREPLAYED: tuple[tuple[str, str, str], ...] = (
