@@ -60,6 +60,7 @@ def test_its_size_is_the_replicas_host_memory_over_a_tokens_kv_on_all_its_gpus()
     # 70B: 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 327,680 bytes a token
     assert blocks == int(100e9 / 327_680) // 2 // 512
     assert Design().kv_offload() is None and build(Design()).config.kv_offload is None
+    assert Design(kv_offload_gb=64).name == "1 x TP1, CPU tier 64 GB" and Design().name == "1 x TP1"
 
 
 # -- the two simulators agree with it on ---------------------------------------------------------
@@ -155,7 +156,9 @@ def test_the_command_line_reports_hits_by_tier(tmp_path, capsys):
     assert "kv_offload" not in off and off["ttft_p50"] > on["ttft_p50"]
     assert main(["serving", "run", "--trace", trace, "--kv-offload-gb", "200"]) == 0
     out = capsys.readouterr().out
-    assert "CPU tier 200 GB: prefix hits" in out and "of prefill saved" in out
+    [line] = [x for x in out.splitlines() if "prefix hits" in x]
+    assert line.startswith("  1 x TP1, CPU tier 200 GB: prefix hits ") and len(line) <= 100
+    assert "% CPU; copies " in line and " s, prefill saved " in line
 
 
 def test_a_scenario_file_sets_the_tier(tmp_path, capsys):

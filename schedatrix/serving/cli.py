@@ -451,9 +451,8 @@ def _kv_tiers_text(o) -> str:
     they saved (means over the runs)."""
     from .studies.outcome_json import kv_offload_json
     k = kv_offload_json(o)
-    return (f"CPU tier {k['gb']:g} GB: prefix hits {k['prefix_hit_share_hbm']:.1%} from HBM, "
-            f"{k['prefix_hit_share_cpu']:.1%} from CPU; copies {k['load_s']:.2f} s against "
-            f"{k['recompute_saved_s']:.2f} s of prefill saved")
+    return (f"prefix hits {k['prefix_hit_share_hbm']:.1%} HBM, {k['prefix_hit_share_cpu']:.1%} "
+            f"CPU; copies {k['load_s']:.2f} s, prefill saved {k['recompute_saved_s']:.2f} s")
 
 
 def _runs_planned(designs, models, baseline: bool) -> int:

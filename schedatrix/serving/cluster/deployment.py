@@ -351,6 +351,8 @@ class Design:
         if self.async_scheduling is not None and \
                 self.async_scheduling != self.engine_profile().async_scheduling:
             text += f", async {'on' if self.async_scheduling else 'off'}"
+        if self.kv_offload_gb:
+            text += f", CPU tier {self.kv_offload_gb:g} GB"
         return text
 
     def admission(self) -> Admission:
