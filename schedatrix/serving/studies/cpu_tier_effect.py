@@ -12,10 +12,10 @@ from ..cluster.deployment import Design
 from ..figures.kv_tiers import KVTiers, kv_tiers
 from ..figures.record import COMPLETED, Run
 from ..load.prefixes import shared_prefix_load
-from ..numbers import check_real
+from ..numbers import check_int, check_real
 from ..sim.simulate import simulate
 
-__all__ = ["TierEffect", "tier_effect", "mean_ttft_s"]
+__all__ = ["TierEffect", "tier_effect", "mean_ttft_s", "lone_prompt_speedup"]
 
 
 def mean_ttft_s(run: Run) -> float:
@@ -51,3 +51,18 @@ def tier_effect(design: Design, gb: float, requests: int = 2000, rate_rps: float
     hbm = base.perf().kv_capacity_tokens(base.gpu_memory_share)
     return TierEffect(base.name, gb, documents * document_tokens, hbm, kv_tiers(off),
                       kv_tiers(on), mean_ttft_s(off), mean_ttft_s(on))
+
+
+def lone_prompt_speedup(design: Design, prompt_tokens: int, block_tokens: int = 16) -> float:
+    """How many times faster a lone prompt's first token is when all but its last block comes
+    back from the CPU tier than when it is all computed, by the model's own terms: the prefill
+    in chunks of the design's token budget, against the copy (bytes on one GPU over its PCIe
+    rate) plus the last block's prefill over the copied context."""
+    n = check_int("prompt_tokens", prompt_tokens, 2 * block_tokens, 10**6)
+    perf, budget = design.perf(), design.token_budget()
+    miss = sum(perf.iteration_s([(min(budget, n - c), c)], 0, 0) for c in range(0, n, budget))
+    copied = n - block_tokens
+    gb_s = design.with_(kv_offload_gb=1.0).kv_offload().h2d_gb_s
+    hit = copied * perf.kv_bytes_per_token_per_gpu / (gb_s * 1e9) + perf.iteration_s(
+        [(block_tokens, copied)], 0, 0)
+    return miss / hit
