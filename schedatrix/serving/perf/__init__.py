@@ -2,9 +2,9 @@
 of a layer, kernel and collective times, the replica's iteration time, and their calibration
 against profiled GPUs.
 
-Modules: ``catalog``, ``pcie`` (host-to-device links), ``shard``, ``kernels``, ``coefficients`` (generated), ``model``
-(:class:`PerfModel`, the interface the simulators use), ``profiles``, ``calibration``,
-``profile_errors``.
+Modules: ``catalog``, ``pcie`` (host-to-device links), ``shard``, ``kernels``, ``coefficients``
+(generated), ``model`` (:class:`PerfModel`, the interface the simulators use), ``profiles``,
+``calibration``, ``profile_errors``.
 """
 
 from .model import FixedCostModel, PerfModel, PerformanceModel
