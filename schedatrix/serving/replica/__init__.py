@@ -1,6 +1,6 @@
 """One replica's scheduler as vLLM runs it: its knobs, the paged KV cache with prefix caching and
 its CPU tier, and what every scheduler keeps the same way whichever simulator steps it.
 
-Modules: ``knobs``, ``kv_cache``, ``cpu_tier``, ``offload_use``, ``scheduler``. The two simulators that step it are in
-:mod:`schedatrix.serving.sim`.
+Modules: ``knobs``, ``kv_cache``, ``cpu_tier``, ``offload_use``, ``scheduler``. The two
+simulators that step it are in :mod:`schedatrix.serving.sim`.
 """
