@@ -78,8 +78,8 @@ def _in_range(flag, low: float, high: float, why: str = ""):
     return parse
 
 
-def _at_least_zero(flag):
-    return _in_range(flag, 0, 1000)
+def _at_least_zero(flag, high=1000):
+    return _in_range(flag, 0, high)
 
 
 def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
@@ -148,6 +148,11 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="chance a drafted token is accepted, 0 to 1 (default: the method's)")
     g.add_argument("--draft-model", choices=sorted(MODELS),
                    help="the model that drafts, with --spec-method draft")
+    g.add_argument("--kv-offload-gb", type=_at_least_zero("--kv-offload-gb", 100_000),
+                   metavar="GB",
+                   help="a CPU tier for the prefix cache: GB of host memory per replica that "
+                        "keeps blocks evicted from HBM, copied back over PCIe on a hit "
+                        "(default 0: off)")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -321,7 +326,7 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "expert_skew": "expert_skew", "engine": "engine",
                  "async_scheduling": "async_scheduling", "spec_method": "spec_method",
                  "spec_tokens": "spec_tokens", "spec_accept": "spec_accept",
-                 "draft_model": "draft_model"}
+                 "draft_model": "draft_model", "kv_offload_gb": "kv_offload_gb"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
@@ -440,6 +445,8 @@ def _finish(comparisons: dict, scenario, args) -> int:
         print(f"  {o.design.name}: {o.verdict()}")
         if o.rejections():
             print(f"  {o.design.name}: {o.rejections()}")
+        if o.design.kv_offload_gb:
+            print(f"  {o.design.name}: {_kv_tiers_text(o)}")
     for name, reason in main.skipped:
         print(f"  {name}: not run ({reason})")
     if len(comparisons) > 1:
@@ -458,6 +465,15 @@ def _finish(comparisons: dict, scenario, args) -> int:
     if args.out:
         print(f"report: {paths[0]}")
     return 0
+
+
+def _kv_tiers_text(o) -> str:
+    """The CPU tier's line: prefix hits by tier, its copies' seconds against the prefill
+    they saved (means over the runs)."""
+    from .studies.outcome_json import kv_offload_json
+    k = kv_offload_json(o)
+    return (f"prefix hits {k['prefix_hit_share_hbm']:.1%} HBM, {k['prefix_hit_share_cpu']:.1%} "
+            f"CPU; copies {k['load_s']:.2f} s, prefill saved {k['recompute_saved_s']:.2f} s")
 
 
 def _runs_planned(designs, models, baseline: bool) -> int:

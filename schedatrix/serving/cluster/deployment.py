@@ -40,6 +40,8 @@ side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, a
 ``spec_method`` (``none``, ``ngram``, ``eagle``, ``draft``), ``spec_tokens``, ``spec_accept`` and
 ``draft_model`` make every replica speculate (:mod:`..perf.spec_decode`); with ``ngram`` or
 ``draft`` the engine's async scheduling is off, as vLLM turns it off for them.
+``kv_offload_gb`` (0: off) gives each replica a CPU tier of that many GB of host memory for its
+prefix cache, copied back over each GPU's PCIe link (:mod:`..replica.cpu_tier`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ from ..perf.host import HostCosts, host_costs
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
 from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
+from ..perf.pcie import h2d_gb_s
+from ..replica.cpu_tier import MAX_OFFLOAD_GB, KVOffload
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
 from .admission import Admission
 from .faults import Resilience
@@ -113,6 +117,7 @@ class Design:
     spec_tokens: int | None = None
     spec_accept: float | None = None
     draft_model: str | None = None
+    kv_offload_gb: float = 0.0
 
     def __post_init__(self):
         model(self.model)
@@ -216,6 +221,8 @@ class Design:
                 "price_per_gpu_hour", self.price_per_gpu_hour, 0.0, 1e6))
         SchedulerConfig(self.batch_cap(), self.token_budget(), self.chunked_prefill,
                         self.block_tokens)
+        object.__setattr__(self, "kv_offload_gb", check_real(
+            "kv_offload_gb", self.kv_offload_gb, 0.0, MAX_OFFLOAD_GB))
         buckets = self.buckets
         if isinstance(buckets, dict):
             buckets = tuple((k, *v) if isinstance(v, list | tuple) else (k, v)
@@ -277,6 +284,13 @@ class Design:
             return self.preemption
         modes = self.engine_profile().preemption
         return modes[0] if modes else "recompute"
+
+    def kv_offload(self) -> KVOffload | None:
+        """The replicas' CPU tier (None when ``kv_offload_gb`` is 0), copying back at the PCIe
+        rate of the GPU requests enter on (a split's prefill side: it looks prefixes up)."""
+        if not self.kv_offload_gb:
+            return None
+        return KVOffload(self.kv_offload_gb, h2d_gb_s(self.gpu_of(self.roles()[0])))
 
     def client(self) -> ClientPath:
         path = self.client_path
@@ -365,6 +379,8 @@ class Design:
             text += f", async {'on' if self.async_scheduling else 'off'}"
         if self.spec_method != "none":
             text += f", spec {self.spec().label()}"
+        if self.kv_offload_gb:
+            text += f", CPU tier {self.kv_offload_gb:g} GB"
         return text
 
     def admission(self) -> Admission:
@@ -444,7 +460,7 @@ def build(design: Design, hash_block_tokens: int = 0) -> Built:
     config = SchedulerConfig(design.batch_cap(), design.token_budget(),
                              design.chunked_prefill, design.block_tokens, hb,
                              model(design.model).max_context, design.async_on(),
-                             design.engine_profile().capacity)
+                             design.engine_profile().capacity, design.kv_offload())
     plans, node, free, kind = [], 0, GPUS_PER_NODE, None
     for role in design.roles():
         g = design.gpus_per_replica_of(role)

@@ -76,7 +76,10 @@ class Run:
     failures by (reason, class id). ``kv_peak_share`` is the highest share of any engine's
     KV blocks held at once; ``kv_samples`` is (times, change in blocks in use, all blocks):
     the fleet's KV use over time, noted at scheduler events (the reference notes every
-    iteration, the fast simulator the ends of its stretches).
+    iteration, the fast simulator the ends of its stretches). ``prefix_hit_tokens`` are
+    prompt tokens found in HBM's prefix cache, ``prefix_cpu_hit_tokens`` those copied back from
+    the CPU tier (of ``prefix_lookup_tokens`` looked up); ``kv_load_s`` the seconds the copies
+    added to iterations, ``kv_load_saved_s`` the seconds their prefill would have taken.
     """
 
     requests: Requests
@@ -95,5 +98,8 @@ class Run:
     events: int = 0
     prefix_hit_tokens: int = 0
     prefix_lookup_tokens: int = 0
+    prefix_cpu_hit_tokens: int = 0
+    kv_load_s: float = 0.0
+    kv_load_saved_s: float = 0.0
     link_busy_s: float = 0.0
     implementation: str = ""

@@ -2,10 +2,10 @@
 of a layer, kernel and collective times, the replica's iteration time, and their calibration
 against profiled GPUs.
 
-Modules: ``catalog``, ``shard``, ``kernels``, ``coefficients`` (generated), ``model``
-(:class:`PerfModel`, the interface the simulators use), ``profiles``, ``calibration``,
-``profile_errors``, ``spec_decode`` (a replica that speculates). The published measurements
-the model is held to live in :mod:`schedatrix.serving.published`.
+Modules: ``catalog``, ``pcie`` (host-to-device links), ``shard``, ``kernels``, ``coefficients``
+(generated), ``model`` (:class:`PerfModel`, the interface the simulators use), ``profiles``,
+``calibration``, ``profile_errors``, ``spec_decode`` (a replica that speculates). The published
+measurements the model is held to live in :mod:`schedatrix.serving.published`.
 """
 
 from .model import FixedCostModel, PerfModel, PerformanceModel

@@ -48,6 +48,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .offload_rows import OFFLOAD_ROWS, OFFLOAD_UNREPLAYED
+
 __all__ = ["Published", "PUBLISHED", "UNREPLAYED", "LATENCY_BAND", "THROUGHPUT_BAND",
            "ONLINE_TTFT_BAND"]
 
@@ -373,3 +375,5 @@ UNREPLAYED: tuple[tuple[str, str, str], ...] = (
     ("Sarathi-Serve (OSDI'24)", "https://arxiv.org/abs/2403.02310",
      "A100 PCIe and A40 GPUs, not in the catalog"),
 )
+PUBLISHED += OFFLOAD_ROWS                # a CPU tier for the KV cache: .offload_rows
+UNREPLAYED += OFFLOAD_UNREPLAYED

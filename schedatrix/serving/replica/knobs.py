@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ...errors import InputError
 from ..numbers import check_int
+from .cpu_tier import KVOffload
 
 __all__ = ["SchedulerConfig", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BATCHED_TOKENS",
            "DEFAULT_BLOCK_TOKENS"]
@@ -47,6 +48,7 @@ class SchedulerConfig:
     max_model_len: int = 1 << 40
     async_scheduling: bool = False
     capacity: str = "max-utilization"
+    kv_offload: KVOffload | None = None
 
     def __post_init__(self):
         check_int("max_batch", self.max_batch, 1, 1_000_000)
@@ -61,6 +63,8 @@ class SchedulerConfig:
         if self.capacity not in ("max-utilization", "guaranteed-no-evict"):
             raise InputError(f"capacity: {self.capacity!r}; allowed: max-utilization, "
                              "guaranteed-no-evict")
+        if self.kv_offload is not None and not isinstance(self.kv_offload, KVOffload):
+            raise InputError(f"kv_offload must be a KVOffload or None, got {self.kv_offload!r}")
         if self.max_batched_tokens < self.max_batch:
             raise InputError(
                 f"max_batched_tokens ({self.max_batched_tokens}) must be at least max_batch "

@@ -4,7 +4,8 @@ Counts only (no block ids): a request holds ``ceil(tokens / block_tokens)`` bloc
 minus the blocks of the prefix it shares with the cache. With prefix caching, a prompt's full
 hash blocks (each ``hash_block_tokens`` tokens, e.g. Mooncake's 512) are kept after the
 request is done, until their room is needed (least recently used first). A cached entry in use
-by a running request is pinned; an unpinned one counts as free room, evicted on demand.
+by a running request is pinned; an unpinned one counts as free room, evicted on demand (into
+the CPU tier, :mod:`.cpu_tier`, when the replica has one).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def largest_batch(capacity_tokens: int, prompt_tokens: int, output_tokens: int,
 class KVCache:
     """Block accounting of one scheduler (a replica, or one pipeline engine of a replica)."""
 
-    def __init__(self, total_blocks: int, block_tokens: int, hash_block_tokens: int = 0):
+    def __init__(self, total_blocks: int, block_tokens: int, hash_block_tokens: int = 0,
+                 cpu=None):
         self.total_blocks = int(total_blocks)
         self.block_tokens = int(block_tokens)
         self.hash_blocks = hash_block_tokens // block_tokens if hash_block_tokens else 0
@@ -46,6 +48,7 @@ class KVCache:
         self.peak_used = 0
         self.hit_tokens = 0      # prompt tokens served from the cache (prefill saved)
         self.lookup_tokens = 0   # prompt tokens looked up
+        self.cpu = cpu           # the CPU tier evicted entries go to (None: dropped)
 
     # -- room --------------------------------------------------------------------------------
     @property
@@ -63,6 +66,8 @@ class KVCache:
         while free < blocks:
             h = next(h for h, pins in self.entries.items() if pins == 0)
             del self.entries[h]
+            if self.cpu is not None:
+                self.cpu.keep(h)
             self.used -= self.hash_blocks
             self.evictable -= self.hash_blocks
             free += self.hash_blocks

@@ -19,6 +19,7 @@ makes the blocks really used fewer)."""
 from __future__ import annotations
 
 from .kv_cache import KVCache
+from .offload_use import OffloadUse
 
 __all__ = ["SchedulerBase", "TIE_S"]
 
@@ -26,7 +27,7 @@ __all__ = ["SchedulerBase", "TIE_S"]
 TIE_S = 1e-9
 
 
-class SchedulerBase:
+class SchedulerBase(OffloadUse):
     """Bookkeeping shared by the reference's and the fast simulator's schedulers; each adds
     its own queues in ``clear()`` and its own way of stepping."""
 
@@ -45,6 +46,7 @@ class SchedulerBase:
         self.hits_before = 0
         self.lookups_before = 0
         self.cache: KVCache | None = None
+        self.offload_init()
         self.reset()
 
     def reset(self) -> None:
@@ -55,7 +57,8 @@ class SchedulerBase:
             self.hits_before += self.cache.hit_tokens
             self.lookups_before += self.cache.lookup_tokens
         cfg = self.sim.cfg
-        self.cache = KVCache(self.kv_blocks, cfg.block_tokens, cfg.hash_block_tokens)
+        self.cache = KVCache(self.kv_blocks, cfg.block_tokens, cfg.hash_block_tokens,
+                             self.new_tier())
         self.transferring: set[int] = set()   # prompts done here, their KV still moving away
         self.busy = False
         self.version += 1

@@ -38,6 +38,7 @@ preemption = "recompute"    # or "swap" (KV to host memory over PCIe, pcie_gb_s 
 buckets = { batch = [5, 20] }   # token bucket per class: rate_rps, burst
 max_queue = 64              # shed when this many wait (lower classes earlier)
 shed_ttft = true            # shed when the estimated TTFT is beyond the class's SLO
+kv_offload_gb = 200         # a CPU tier for the prefix cache: GB of host memory a replica
 
 [acceptance]
 runs = 3                    # repeated runs (seeds seed, seed + 1, ...), or "auto"

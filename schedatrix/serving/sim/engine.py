@@ -309,7 +309,7 @@ class FastEngine(SchedulerBase):
             return tokens, blocks, blocks
         if cache.hash_blocks:
             hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
-            start = hits * cache.hash_block_tokens
+            start = (hits + self.cpu_peek(i, hits)) * cache.hash_block_tokens
         else:
             hits = unpinned = start = 0
         todo = target - start
@@ -369,7 +369,10 @@ class FastEngine(SchedulerBase):
             else:
                 hits = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks else 0
                 sim.pinned[i] = hits
-                sim.computed[i] = hits * cache.hash_block_tokens
+                loaded = self.cpu_peek(i, hits)
+                if loaded:
+                    self.cpu_load(i, hits, loaded)
+                sim.computed[i] = (hits + loaded) * cache.hash_block_tokens
                 cache.allocate(blocks)
                 sim.own[i] = blocks
                 self.target[i] = sim.inp[i] + sim.generated[i]
@@ -490,6 +493,8 @@ class FastEngine(SchedulerBase):
         if swap_in or self.swap_out:
             d += self.swap_s(swap_in + self.swap_out)
             self.swap_out = 0
+        if self.loading:
+            d += self.take_load_s()
         self.plan = ("step", t, chunks, new_dec)
         self.began = t
         self.version += 1

@@ -585,6 +585,9 @@ class Cluster:
             events=self.events,
             prefix_hit_tokens=sum(e.hit_tokens for e in engines),
             prefix_lookup_tokens=sum(e.lookup_tokens for e in engines),
+            prefix_cpu_hit_tokens=sum(e.cpu_hit_tokens for e in engines),
+            kv_load_s=sum(e.load_s for e in engines),
+            kv_load_saved_s=sum(e.saved_s for e in engines),
             link_busy_s=self.link_busy,
             implementation=self.implementation,
         )

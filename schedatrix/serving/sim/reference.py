@@ -21,7 +21,8 @@ work it starts an iteration at time ``t``:
 2. *Waiting requests*, only if nobody was preempted in step 1: in order, while the batch holds
    fewer than ``max_batch`` requests and budget is left, admit the first one if its first
    chunk and the KV blocks for it fit (prefix-cache hits first: cached hash blocks are not
-   computed again; a swapped request brings its KV back instead); stop at the first that does
+   computed again, nor the hash blocks after them that the CPU tier holds, copied back
+   instead; a swapped request brings its KV back instead); stop at the first that does
    not fit, unless priority preemption is on and a running request of a lower class can be
    preempted (the lowest first, taken out of this iteration) to make room. A request that
    arrived with its KV (the decode side of a prefilll/decode split) decodes at once.
@@ -31,7 +32,8 @@ work it starts an iteration at time ``t``:
    requests' reservations.
 3. The iteration's time is ``perf.iteration_s(prefill chunks, decoding requests, their
    summed context)`` (with async scheduling ``max(GPU, host) + serial``), plus the KV
-   swapped in and out over PCIe, plus any wait or slowdown of a link its pipeline crosses.
+   swapped in and out and copied back from the CPU tier over PCIe, plus any wait or
+   slowdown of a link its pipeline crosses.
    At its end every decoding request has one more token; a request whose prompt (plus, after a
    preemption, its earlier output) is now all in the cache emits a token (its first: TTFT); a
    request with all its output tokens is done and frees its KV.
@@ -217,6 +219,8 @@ class StepEngine(SchedulerBase):
         if moved:
             d += moved * self.kv_tok_bytes / (sim.policy.pcie_gb_s * 1e9)
             self.swap_tokens = 0
+        if self.loading:
+            d += self.take_load_s()
         self.batch = batch
         self.began = t
         self.version += 1
@@ -258,7 +262,8 @@ class StepEngine(SchedulerBase):
             self.target[i] = sim.inp[i] + sim.generated[i]
             return tokens, sim.computed[i]
         hits, unpinned = cache.peek(sim.req.hashes(i), sim.inp[i])
-        start = hits * cache.hash_block_tokens
+        loaded = self.cpu_peek(i, hits)     # blocks copied back from the CPU tier after them
+        start = (hits + loaded) * cache.hash_block_tokens
         todo = sim.inp[i] + sim.generated[i] - start
         if sim.cfg.chunked_prefill:
             tokens = min(todo, budget)
@@ -270,6 +275,8 @@ class StepEngine(SchedulerBase):
         if blocks + unpinned * cache.hash_blocks > cache.available:
             return None
         sim.pinned[i] = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks else 0
+        if loaded:
+            self.cpu_load(i, hits, loaded)
         sim.computed[i] = start
         cache.allocate(blocks)
         sim.own[i] = blocks

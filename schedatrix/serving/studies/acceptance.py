@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..cluster.deployment import Design
+from ..figures.kv_tiers import KVTiers, kv_tiers
 from ..figures.metrics import Figures, TimeSeries, figures, missed_slos, time_series
 from ..figures.record import Run
 from ..load.requests import Requests, SLOClass
@@ -95,6 +96,7 @@ class Outcome:
     kv_peak_share: list[float] = field(default_factory=list)
     link_busy_s: list[float] = field(default_factory=list)
     prefix_hit_share: list[float] = field(default_factory=list)
+    kv_tiers: list[KVTiers] = field(default_factory=list)   # per run: hits by tier, copies
     reasons: list[dict] = field(default_factory=list)   # per run: {(reason, class): count}
     #: per run, per class: the shares of its requests over the TTFT and over the TPOT threshold
     missed: list[list[tuple[float, float]]] = field(default_factory=list)
@@ -341,6 +343,7 @@ def _add(out: Outcome, run: Run) -> None:
     out.link_busy_s.append(run.link_busy_s)
     out.prefix_hit_share.append(run.prefix_hit_tokens / run.prefix_lookup_tokens
                                 if run.prefix_lookup_tokens else 0.0)
+    out.kv_tiers.append(kv_tiers(run))
     out.reasons.append(dict(run.reasons))
     out.missed.append([missed_slos(run, c) for c in range(len(run.requests.classes))])
     out.events += run.events

@@ -8,7 +8,7 @@ import math
 from ..figures.metrics import Figures
 from .acceptance import Outcome, interval
 
-__all__ = ["FIGURE_KEYS", "design_json", "finite"]
+__all__ = ["FIGURE_KEYS", "design_json", "finite", "kv_offload_json"]
 
 #: Every figure a design reports (seconds, fractions, per second), in order.
 FIGURE_KEYS = tuple(k for k in Figures.__dataclass_fields__
@@ -37,6 +37,8 @@ def design_json(o: Outcome) -> dict:
     out["link_busy_share"] = finite(interval(o.link_busy_s)[0] / span
                                   / max(d.prefill_replicas, 1)) if d.split and span else None
     out["prefix_hit_share"] = finite(interval(o.prefix_hit_share)[0])
+    if d.kv_offload_gb:
+        out["kv_offload"] = kv_offload_json(o)
     reasons: dict = {}
     for per_run in o.reasons:
         for (reason, c), count in per_run.items():
@@ -70,3 +72,13 @@ def design_json(o: Outcome) -> dict:
     out["verdict"] = o.verdict()
     out["design"] = {k: getattr(d, k) for k in d.__dataclass_fields__}
     return out
+
+
+def kv_offload_json(o: Outcome) -> dict:
+    """The CPU tier's figures, means over the runs: the prefix hit shares by tier, and the
+    seconds its copies took against the prefill they saved."""
+    tiers = o.kv_tiers
+    mean = lambda key: finite(interval([getattr(t, key) for t in tiers])[0])  # noqa: E731
+    return {"gb": o.design.kv_offload_gb, "prefix_hit_share_hbm": mean("hbm_hit_share"),
+            "prefix_hit_share_cpu": mean("cpu_hit_share"), "load_s": mean("load_s"),
+            "recompute_saved_s": mean("recompute_saved_s")}
