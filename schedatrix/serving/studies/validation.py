@@ -148,11 +148,12 @@ def _run(row: Published, requests: Requests, design: Design, host: HostCosts, wh
 
 def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
     """The mean TTFT or per-request ITL (ms) of ``row.users`` clients in a closed loop, no think
-    time, ``row.requests`` requests; the first wave (one request a user) is a warm-up and left
-    out. The users start together, as the row's client does (AIPerf's concurrency mode sends
-    every user's first request at once); ``staggered`` spreads their starts evenly over one
-    request's time alone instead (:func:`lone_request_s`), the phases a real client's jitter
-    would leave in the steady state (:func:`online_start_study`)."""
+    time, ``row.requests`` requests, every one of them counted (NIM's sweep reads AIPerf's
+    average over all its ``--request-count`` requests, with no warm-up:
+    :data:`..published.rows._NIM_REQUESTS_PER_USER`). The users start together, as AIPerf's
+    concurrency mode sends them; ``staggered`` spreads their starts evenly over one request's
+    time alone instead (:func:`lone_request_s`, :func:`online_start_study`). The published
+    figures rule out the first (studies/lockstep_floor.py); the second is not sourced."""
     n = row.requests
     ramp_s = lone_request_s(row, host) if staggered and row.users > 1 else 0.0
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
@@ -163,11 +164,10 @@ def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
     # capacity policy: TensorRT-LLM's guaranteed no evict), the client path as for any design
     design = _online_design(row)
     run = _run(row, requests, design, host)
-    keep = slice(min(row.users, n - 1), None)
     if row.kind == "online_ttft":
-        return float(np.mean((run.first_token_s - run.arrival_s)[keep])) * 1e3
+        return float(np.mean(run.first_token_s - run.arrival_s)) * 1e3
     gaps = (run.done_s - run.first_token_s) / max(row.output_tokens - 1, 1)
-    return float(np.mean(gaps[keep])) * 1e3
+    return float(np.mean(gaps)) * 1e3
 
 
 def _online_design(row: Published) -> Design:
