@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..errors import InputError
+from .cluster.restart import WEIGHT_SOURCES
 from .cluster.routing import ROUTERS
 from .intake.toml_tables import out_folder
 from .numbers import positive_arg as _positive
@@ -140,6 +141,12 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="how long the router takes to notice a crash (default 5)")
     g.add_argument("--retry-budget", type=int, metavar="N",
                    help="retries a request gets after crashes (default 3)")
+    g.add_argument("--weights-from", choices=list(WEIGHT_SOURCES),
+                   help="where a restarted replica reads its weights: page-cache (5 GB/s a "
+                        "GPU), disk (2, the default) or network (0.5)")
+    g.add_argument("--weight-load-gb-s", type=_positive(float, "--weight-load-gb-s"),
+                   metavar="GB_S", help="a restarted replica reads its weights at this rate "
+                                        "a GPU instead of --weights-from's")
     g = p.add_argument_group("the load (override the scenario's [load])")
     g.add_argument("--rate", type=_positive(float, "--rate"), metavar="RPS",
                    help="requests per second (Poisson, or gamma with --burstiness)")
@@ -391,6 +398,14 @@ def _scenario(args, one_design: bool):
         res["retry_budget"] = args.retry_budget
     if res:
         data["resilience"] = res
+    restart = dict(data.get("restart", {})) if isinstance(data.get("restart", {}),
+                                                          dict) else data["restart"]
+    if args.weights_from is not None:
+        restart["weights_from"] = args.weights_from
+    if args.weight_load_gb_s is not None:
+        restart["weight_load_gb_s"] = args.weight_load_gb_s
+    if restart:
+        data["restart"] = restart
     return scenario_from_dict(data, base=base_for_trace if base_for_trace else base,
                               source=source)
 
