@@ -468,3 +468,71 @@ def test_11_what_the_model_leaves_out_moves_the_way_it_says():
                "sooner: the damage of section 3 would shrink, and the recovery with it past 10 s")
     assert _crash_11(0, health_check_s=1.0).goodput_lost < _crash_11(0).goodput_lost
     assert _crash_11(0, health_check_s=10.0).recovery_s < _crash_11(0, health_check_s=15.0).recovery_s
+
+
+# ---------------------------------------------------------------------------- 12
+
+
+@cache
+def _accepted_12(name: str, replicas: int | None = None, restart=None, faults=None,
+                 runs: int = 3):
+    """Lesson 12's example on one of its designs (section 1's three seeds), accepted under its
+    faults (or ``faults``) with its restart (or ``restart``)."""
+    import dataclasses
+
+    from schedatrix.serving.scenarios.scenario import load_scenario
+    from schedatrix.serving.studies.accept import accept
+    sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
+    design = next(d for d in sc.designs if d.name == name)
+    if replicas is not None:
+        design = design.with_(replicas=replicas, name=f"{replicas} x TP1")
+    res = sc.resilience if restart is None else dataclasses.replace(sc.resilience,
+                                                                    restart=restart)
+    [a] = accept([design], sc.make_requests(), sc.faults if faults is None else faults, runs,
+                 sc.seed, sc.criteria, sc.fault_criteria, res)
+    return a
+
+
+def test_12_spare_capacity_shortens_the_recovery():
+    says("12", "Recovery shortens as replicas are added (2, 3, 4 x TP1: never, 60 to 100 s, 10 to "
+               "40 s): a fourth replica is spare capacity")
+    crash = {n: [_accepted_12("3 x TP1", n).recovery(k)[0] for k in range(3)] for n in (2, 3, 4)}
+    assert crash[2] == [None] * 3
+    assert min(crash[3]) > max(crash[4]) and (min(crash[3]), max(crash[3])) == (60, 100)
+    says("12", "one replica carries the whole load for the 96 s the other is away")
+    assert _accepted_12("3 x TP1", 2).fault_decision.met == 0
+
+
+def test_12_the_restart_moves_the_verdict():
+    """The run of "What this model leaves out": the restart changed, nothing else."""
+    from schedatrix.serving.cluster.restart import RestartCosts
+    says("12", "on section 1's seeds 3 x TP1 meets in 3 of 3 faulted runs when a restart is the "
+               "weights alone at 5 GB/s, and in 1 of 3 with a whole restart from local disk or "
+               "over the network")
+    met = [_accepted_12("3 x TP1", restart=r).fault_decision.met
+           for r in (RestartCosts.weights_only(5.0), None, RestartCosts(weights_from="network"))]
+    assert met == [3, 1, 1]
+    says("12", "A whole restart keeps a replica away about a minute and a half here (30 s down, "
+               "66.1 s restarting): a design must carry the load without it that long (3 x TP1 "
+               "met in 3 of 3 faulted runs with a 3.2 s restart, 1 of 3 with a 66.1 s one)")
+    says("12", "A cold restart on a new node (no page cache, a cold compile of 85 s: 167.7 s) "
+               "moves it further: 3 x TP1 is refused (0 of 3), and 4 x TP1 too meets in only 1 "
+               "of 3, its crashed replica back at 317.7 s, after the planned restart at 240 s")
+    from schedatrix.course.apps.fault_app import restart_s
+    from schedatrix.serving.cluster.faults import Resilience
+    cold = RestartCosts(weights_from="network", compile_s=85.0)
+    four = _accepted_12("4 x TP1", restart=cold)
+    took = restart_s(four.design, Resilience(restart=cold))
+    assert round(took, 1) == 167.7 and round(120 + 30 + took, 1) == 317.7 > 240
+    assert _accepted_12("3 x TP1", restart=cold).status == "fail"
+    assert _accepted_12("3 x TP1", restart=cold).fault_decision.met == 0
+    assert four.fault_decision.met == 1 and _accepted_12("4 x TP1").fault_decision.met == 3
+
+
+def test_12_a_node_failure_would_be_harsher():
+    from schedatrix.serving.cluster.faults import parse_fault
+    says("12", "the node failure of lesson 11 (every replica here shares one node) are not in the "
+               "schedule, and would make it harsher")
+    node = (parse_fault("node:0@120+30"),)
+    a = _accepted_12("4 x TP1", faults=node, runs=1)
+    assert a.fault_misses(0) and not _accepted_12("4 x TP1").fault_misses(0)
