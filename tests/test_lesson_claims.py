@@ -426,7 +426,7 @@ def test_11_detection_sets_the_damage_and_past_10_s_the_recovery():
     says("11", "Checked every 1, 5 or 10 s it does not move the recovery time (20 s); from 15 s "
                "on the recovery waits for detection")
     assert [f.recovery_s for f in figs] == [20, 20, 20, 40, 60, 100]
-    assert all(f.recovery_s >= c for f, c in zip(figs, checks))
+    assert all(f.recovery_s >= c for f, c in zip(figs, checks, strict=True))
 
 
 def test_11_the_replicas_left_not_the_return_set_the_recovery():
@@ -467,7 +467,8 @@ def test_11_what_the_model_leaves_out_moves_the_way_it_says():
     says("11", "A real router also notices a dead replica from its failed connections, often "
                "sooner: the damage of section 3 would shrink, and the recovery with it past 10 s")
     assert _crash_11(0, health_check_s=1.0).goodput_lost < _crash_11(0).goodput_lost
-    assert _crash_11(0, health_check_s=10.0).recovery_s < _crash_11(0, health_check_s=15.0).recovery_s
+    quick, slow = (_crash_11(0, health_check_s=c).recovery_s for c in (10.0, 15.0))
+    assert quick < slow
 
 
 # ---------------------------------------------------------------------------- 12

@@ -91,7 +91,7 @@ def test_reference_and_fast_engines_agree_on_a_restart(restart):
     for name in ("first_token_s", "done_s"):
         assert np.allclose(getattr(a, name), getattr(b, name), equal_nan=True), name
     assert len(a.fault_log) == len(b.fault_log)
-    for fa, fb in zip(a.fault_log, b.fault_log):
+    for fa, fb in zip(a.fault_log, b.fault_log, strict=True):
         assert fa.keys() == fb.keys()
         assert all(fa[k] == pytest.approx(fb[k]) for k in fa)
     # the replica back after its restart serves again

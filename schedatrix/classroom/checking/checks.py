@@ -449,5 +449,6 @@ CHECKS: dict[str, Callable[..., str]] = {
         "check_eviction_odds")},
     **{name: _later(".checks_serving", name) for name in (
         "check_kv_capacity", "check_largest_batch", "check_smallest_tp", "check_decode_step",
-        "check_tp_for_tpot", "check_log_figures", "check_recovery", "check_router")},
+        "check_tp_for_tpot", "check_log_figures", "check_router")},
+    "check_recovery": _later(".checks_recovery", "check_recovery"),
 }
