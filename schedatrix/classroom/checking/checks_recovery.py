@@ -34,9 +34,11 @@ RECOVERY_KEYS = ("since_fault_s", "ttft_p95_s", "baseline_ttft_p95_s", "goodput_
                  "baseline_goodput_rps")
 #: The load's own noise: a clean window's figures are within this share of the baseline's.
 CLEAN = 0.08
-#: The loosest and the tightest rules the requirements allow (margin, hold): the bracket a
-#: simulated crash's answer must fall in.
-LOOSEST, TIGHTEST = (0.45, 3), (0.10, 6)
+#: The loosest and the tightest rules the requirements allow, (p95 TTFT at most this times the
+#: baseline's, goodput at least this times it, windows in a row): just short of the damage and
+#: longer than a lull; just past the noise and as long as the clean tail. A simulated crash's
+#: answer must fall between their readings.
+LOOSEST, TIGHTEST = (1.8, 0.55, 3), (1 + CLEAN, 1 - CLEAN, 6)
 
 
 def paired_windows(run, baseline, at_s: float) -> list[dict]:
@@ -130,10 +132,23 @@ def _simulated_cases() -> list[tuple[list[dict], tuple, str]]:
             out.append((windows, (0.0, 0.0), f"{fault}, a fault that does nothing: its run is "
                                              "the baseline's"))
         else:
-            out.append((windows, (_library(windows, *LOOSEST), _library(windows, *TIGHTEST)),
+            out.append((windows, (_first_back(windows, *LOOSEST), _first_back(windows, *TIGHTEST)),
                         f"{fault} on 3 replicas at 8 requests/s, against the same arrivals "
                         "without it"))
     return out
+
+
+def _first_back(windows, slow: float, short: float, hold: int):
+    """The start of the first ``hold`` windows in a row whose p95 TTFT is at most ``slow``
+    times the baseline's and goodput at least ``short`` times it (None: no such run)."""
+    in_a_row = 0
+    for k, w in enumerate(windows):
+        ok = (w["ttft_p95_s"] or 0.0) <= slow * (w["baseline_ttft_p95_s"] or 0.0) and \
+            w["goodput_rps"] >= short * w["baseline_goodput_rps"]
+        in_a_row = in_a_row + 1 if ok else 0
+        if in_a_row == hold:
+            return windows[k - hold + 1]["since_fault_s"]
+    return None
 
 
 def _library(windows, margin: float, hold: int):
@@ -192,6 +207,10 @@ def _describe(w: dict) -> str:
             f"{ratio(w['goodput_rps'], w['baseline_goodput_rps'])}")
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _outside(w: dict) -> bool:
     """Whether a window's figures are outside the load's own noise against the baseline's."""
     p95, base = w["ttft_p95_s"] or 0.0, w["baseline_ttft_p95_s"] or 0.0
@@ -206,14 +225,21 @@ def _where(windows, got, want) -> str:
     k_got = None if got is None else next(i for i, s in enumerate(starts) if close(got, s))
     if want is None:
         later = [w for w in windows[k_got:] if _outside(w)] if k_got is not None else []
-        return (" " + _describe(later[-1]) + ": the series ends before the fleet is back."
+        return (" " + _cap(_describe(later[-1])) + ": the series ends before the fleet is back."
                 if later else " The series ends before the fleet is back.")
     k = starts.index(want)
     if got is None or got > want:
         return (f" From {want:g} s every window is back within the load's own noise (8%): "
                 + _describe(windows[k]) + ", and so are the ones after it.")
     bad = [w for w in windows[k_got:k] if _outside(w)]
-    return " " + _describe(bad[-1] if bad else windows[k - 1]) + ": the fleet is not back yet."
+    where = bad[-1] if bad else windows[k - 1]
+    return " " + _cap(_describe(where)) + ": the fleet is not back yet."
+
+
+def _rule_text(rule) -> str:
+    slow, short, hold = rule
+    return (f"p95 TTFT at most {slow:g} times the baseline's and goodput at least {short:g} "
+            f"times it, {hold} windows in a row")
 
 
 def check_recovery(recovery_s: Callable) -> str:
@@ -241,18 +267,17 @@ def check_recovery(recovery_s: Callable) -> str:
         if got is None:
             if high is None:
                 continue
-            raise AssertionError(f"recovery_s({shown}) returned None: the fleet is back within "
+            raise AssertionError(f"recovery_s({shown}) returned None: the fleet is back at "
                                  f"{high:g} s even by the tightest rule the requirements allow "
-                                 f"(within {TIGHTEST[0]:.0%} for {TIGHTEST[1]} windows).")
+                                 f"({_rule_text(TIGHTEST)}).")
         got = as_number("recovery_s", shown, got, "seconds since the fault, or None")
         if got < low - 1e-9 or (high is not None and got > high + 1e-9):
             span = f"{low:g} s" if high == low else (
                 f"{low:g} s or more" if high is None else f"{low:g} to {high:g} s")
             raise AssertionError(
                 f"recovery_s({shown}) returned {got:g} s, expected {span}: the loosest rule the "
-                f"requirements allow (within {LOOSEST[0]:.0%} for {LOOSEST[1]} windows) reads "
-                f"{low:g} s" + ("" if high is None else
-                                f", the tightest (within {TIGHTEST[0]:.0%} for {TIGHTEST[1]} "
-                                f"windows) {high:g} s") + ".")
+                f"requirements allow ({_rule_text(LOOSEST)}) reads {low:g} s"
+                + ("" if high is None else
+                   f", the tightest ({_rule_text(TIGHTEST)}) {high:g} s") + ".")
     return passed("check_recovery", {"hand-made series": len(hand),
                                      "simulated faults": len(simulated)})
