@@ -138,3 +138,21 @@ def test_the_flags_set_the_restart_and_bad_values_exit_2(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and words in err and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_the_calibration_doc_states_the_model_s_restart():
+    """docs/serving-calibration.md's restart section quotes the phases and totals the model
+    gives for Llama 3.1 8B on one A100."""
+    from pathlib import Path
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "serving-calibration.md")
+                   .read_text().split())
+    per_gpu = PerfModel("llama-3.1-8b", "a100-80gb").weights_bytes_per_gpu
+    r = RestartCosts()
+    assert (r.engine_start_s, r.compile_s, r.graph_capture_s, r.warmup_s) == (24, 7.5, 17, 9.6)
+    totals = {s: f"{RestartCosts(weights_from=s).total_s(per_gpu):.1f}" for s in WEIGHT_SOURCES}
+    assert (f"the default restart takes 24 + {per_gpu / 2e9:.1f} + 7.5 + 17 + 9.6 = "
+            f"{totals['disk']} s; from `page-cache` {totals['page-cache']} s; from `network` "
+            f"{totals['network']} s") in doc
+    assert f"took {RestartCosts.weights_only(5.0).total_s(per_gpu):.1f} s" in doc
+    for source, rate in WEIGHT_SOURCES.items():
+        assert f"| `{source}`" in doc and f"| {rate:.1f} |" in doc
