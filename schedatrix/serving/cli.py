@@ -390,24 +390,21 @@ def _scenario(args, one_design: bool):
     if args.fault:
         faults = data.get("faults") if isinstance(data.get("faults"), dict) else {}
         data["faults"] = {**faults, "schedule": list(faults.get("schedule", [])) + args.fault}
-    res = dict(data.get("resilience", {})) if isinstance(data.get("resilience", {}),
-                                                         dict) else data["resilience"]
-    if args.health_check is not None:
-        res["health_check_s"] = args.health_check
-    if args.retry_budget is not None:
-        res["retry_budget"] = args.retry_budget
-    if res:
-        data["resilience"] = res
-    restart = dict(data.get("restart", {})) if isinstance(data.get("restart", {}),
-                                                          dict) else data["restart"]
-    if args.weights_from is not None:
-        restart["weights_from"] = args.weights_from
-    if args.weight_load_gb_s is not None:
-        restart["weight_load_gb_s"] = args.weight_load_gb_s
-    if restart:
-        data["restart"] = restart
+    _with_flags(data, "resilience", {"health_check_s": args.health_check,
+                                     "retry_budget": args.retry_budget})
+    _with_flags(data, "restart", {"weights_from": args.weights_from,
+                                  "weight_load_gb_s": args.weight_load_gb_s})
     return scenario_from_dict(data, base=base_for_trace if base_for_trace else base,
                               source=source)
+
+
+def _with_flags(data: dict, table: str, values: dict) -> None:
+    """The flags given (not None) over the scenario's ``[table]`` (a table that is not one is
+    left for the scenario's reader to refuse)."""
+    given = {k: v for k, v in values.items() if v is not None}
+    old = data.get(table, {})
+    if given and isinstance(old, dict):
+        data[table] = {**old, **given}
 
 
 def _progress(total: int, args):
