@@ -1565,6 +1565,9 @@ def test_12_the_scenario_s_planned_restart_waits_for_the_crashed_replica():
     back = crash.at_s + crash.down_s + restart_s(sc.designs[0], sc.resilience)
     assert (crash.text(), drain.text()) == ("worker:0@120+30", "drain:1@240+20")
     assert round(back - crash.at_s - crash.down_s, 1) == 66.1 and back < drain.at_s
+    says("12", "With the restart as 3 s of weights it came at 180 s; with a whole restart that "
+               "would take two replicas away at once")
+    assert 180 < back and crash.at_s + crash.down_s + 3.2 < 180
     req = sc.make_requests()(0)
     assert req.arrival_s.max() <= 360 < req.arrival_s.max() + 1
     run = simulate(req, sc.designs[0], faults=sc.faults, resilience=sc.resilience)
