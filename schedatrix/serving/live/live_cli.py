@@ -137,16 +137,27 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
 
     p = sub.add_parser(
         "measured", help="a benchmark's per-request results beside the simulation of the same "
-                         "load",
+                         "load; --load-out writes the load as a client's input",
         description="Read per-request results (serving bench's --out folder or requests.json; "
-                    "vLLM's bench serve --save-result --save-detailed JSON) and show p50/p95 "
+                    "vLLM's bench serve --save-result --save-detailed JSON; AIPerf's "
+                    "profile_export.jsonl; GuideLLM's benchmarks.json) and show p50/p95 "
                     "TTFT, ITL, TPOT, goodput and SLO attainment, overall and per class, beside "
                     "serving run's of the scenario's load on its design, with the distance "
-                    "(measured / simulated - 1). Needs no extra.")
-    p.add_argument("results", metavar="RESULTS", help="a results file or a bench's --out folder")
+                    "(measured / simulated - 1). --load-out FILE writes the scenario's load as "
+                    "a Mooncake trace (timestamp ms, input_length, output_length, hash_ids) "
+                    "that AIPerf replays on a fixed schedule; RESULTS may then be left out. "
+                    "Needs no extra.")
+    p.add_argument("results", nargs="?", metavar="RESULTS",
+                   help="a results file or a client's output folder")
     p.add_argument("scenario", nargs="?", metavar="SCENARIO.toml",
                    help="the load and design that were measured")
     p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
+    p.add_argument("--benchmark", type=_positive(int, "--benchmark"), metavar="N",
+                   help="which benchmark of a GuideLLM report (1 = its first; needed when it "
+                        "holds several, a sweep)")
+    p.add_argument("--load-out", metavar="FILE",
+                   help="write the scenario's load as a Mooncake trace (JSON lines) for "
+                        "AIPerf's --custom-dataset-type mooncake_trace --fixed-schedule")
     _add_scenario_flags(p)
     p.set_defaults(func=_cmd_measured, make_scenario=make_scenario)
 
@@ -292,14 +303,42 @@ def _first_model(url: str, api_key: str | None) -> str:
 
 # -- measured -----------------------------------------------------------------------------------
 
+def _positionals(args) -> None:
+    """``measured --load-out FILE SCENARIO.toml``: one positional is then the scenario."""
+    if args.load_out and args.scenario is None and args.results is not None and \
+            str(args.results).endswith(".toml"):
+        args.scenario, args.results = args.results, None
+    if args.results is None and not args.load_out:
+        raise InputError("RESULTS: a results file or folder is needed (or --load-out FILE to "
+                         "write the scenario's load)")
+
+
 def _cmd_measured(args) -> int:
     from ..figures.metrics import figures
     from ..sim.simulate import simulate
     from .results import COMPARED, compare, measured_figures, read_results
-    results = read_results(args.results)
+    _positionals(args)
+    results = read_results(args.results, args.benchmark) if args.results else None
     scenario = args.make_scenario(args, one_design=True)
     design = scenario.designs[0]
     req = scenario.make_requests()(scenario.seed)
+    written = None
+    if args.load_out:
+        from .load_out import write_mooncake
+        written = {"file": str(args.load_out), "requests": write_mooncake(req, args.load_out),
+                   "format": "mooncake", "classes_merged": len(req.classes)
+                   if len(req.classes) > 1 else None}
+        if not args.json:
+            merged = (f"; its {len(req.classes)} SLO classes merged (a trace has none)"
+                      if len(req.classes) > 1 else "")
+            print(f"load: {written['requests']:,} requests written to {args.load_out} "
+                  f"(Mooncake trace){merged}")
+            print(f"  replay: aiperf profile --input-file {args.load_out} "
+                  "--custom-dataset-type mooncake_trace --fixed-schedule ...")
+        if results is None:
+            if args.json:
+                print(json.dumps({"load_out": written}, allow_nan=False))
+            return 0
     run = simulate(req, design, scenario.implementation, scenario.faults, scenario.resilience)
     classes = req.classes
     names = ["all", *(c.name for c in classes)]
@@ -315,9 +354,13 @@ def _cmd_measured(args) -> int:
             "measured_requests": len(results.measured), "simulated_requests": len(req),
             "note": note or None, "compared": rows,
             "distance": "measured / simulated - 1"}
+    if written:
+        data["load_out"] = written
     if args.json:
         print(json.dumps(data, allow_nan=False))
         return 0
+    if written:
+        print()
     print(f"measured: {results.source} ({results.format}, {len(results.measured):,} requests)")
     print(f"simulated: {design.name} on {scenario.load.describe()}")
     if note:
