@@ -161,6 +161,30 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
     _add_scenario_flags(p)
     p.set_defaults(func=_cmd_measured, make_scenario=make_scenario)
 
+    p = sub.add_parser(
+        "calibrate", conflict_handler="resolve", help="fit the model's host and front-end terms to measured per-request "
+                          "results; write a --calibration file",
+        description="Replay each results file's completed requests (serving bench's, AIPerf's "
+                    "profile_export.jsonl, GuideLLM's benchmarks.json: files with send times) "
+                    "on the design that was measured, fit the host's time per iteration to "
+                    "their TPOT and the front end and tokenization to their TTFT, print the "
+                    "fit's error on held-out rows (every --held-out-every-th), and write the "
+                    "terms to --out, which --calibration loads in every serving command. "
+                    "Needs no extra.")
+    p.add_argument("inputs", nargs="+", metavar="RESULTS",
+                   help="results files or folders (and at most one SCENARIO.toml: the design "
+                        "measured)")
+    p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
+    p.add_argument("--benchmark", type=_positive(int, "--benchmark"), metavar="N",
+                   help="which benchmark of a GuideLLM report (1 = its first)")
+    p.add_argument("--held-out-every", type=_positive(int, "--held-out-every"), default=4,
+                   metavar="K", help="hold every K-th request out of the fit to report its "
+                                     "error (default 4; at least 2)")
+    _add_scenario_flags(p)
+    p.add_argument("--out", metavar="CAL.toml", required=True,
+                   help="the calibration file to write")
+    p.set_defaults(func=_cmd_calibrate, make_scenario=make_scenario, scenario=None)
+
 
 # -- emulate ------------------------------------------------------------------------------------
 
@@ -374,6 +398,89 @@ def _cmd_measured(args) -> int:
             print(f"  {k:15s} {_fmt(k, r['measured']):>12s} {_fmt(k, r['simulated']):>12s} "
                   f"{'-' if r['distance'] is None else format(r['distance'], '+.0%'):>9s}")
     return 0
+
+
+def _observed(results):
+    """A results file's completed requests with send times, for the fit."""
+    import numpy as np
+
+    from ..studies.calibrate import Observed
+    from .measure import OK
+    if results.duration_s is not None:
+        raise InputError(f"RESULTS {results.source}: vLLM's bench serve result has no send "
+                         "times, so its requests cannot be replayed; calibrate from serving "
+                         "bench's, AIPerf's or GuideLLM's results")
+    ms = [m for m in results.measured if m.state == OK and m.sent_s == m.sent_s]
+
+    def col(f):
+        return np.array([f(m) for m in ms], dtype=float)
+
+    return Observed(results.source, col(lambda m: m.sent_s), col(lambda m: m.prompt_tokens),
+                    col(lambda m: m.output_tokens), col(lambda m: m.ttft_s),
+                    col(lambda m: m.tpot_s))
+
+
+def _cmd_calibrate(args) -> int:
+    from ..intake.calibration_file import calibration_toml
+    from ..studies.calibrate import calibrate
+    from .results import read_results
+    tomls = [x for x in args.inputs if str(x).endswith(".toml")]
+    if len(tomls) > 1:
+        raise InputError(f"SCENARIO.toml: at most one scenario, got {', '.join(tomls)}")
+    args.scenario = tomls[0] if tomls else None
+    files = [x for x in args.inputs if x not in tomls]
+    if not files:
+        raise InputError("RESULTS: at least one results file or folder is needed")
+    if args.held_out_every < 2:
+        raise InputError(f"--held-out-every must be at least 2, got {args.held_out_every}")
+    out = Path(args.out)
+    if out.is_dir():
+        raise InputError(f"--out {args.out!r}: a folder; give a file name (cal.toml)")
+    results = [read_results(x, args.benchmark) for x in files]
+    scenario = args.make_scenario(args, one_design=True)
+    design = scenario.designs[0]
+    sources = ", ".join(r.source for r in results)
+    fit = calibrate([_observed(r) for r in results], design, args.held_out_every,
+                    scenario.implementation, source=sources)
+    cal = fit.calibration
+    about = {"fitted_to": sources, "design": f"{design.model} on {design.gpu}, "
+             f"{design.label()}", "engine": design.engine,
+             "async_scheduling": design.async_on()}
+    try:
+        out.write_text(calibration_toml(cal, about))
+    except OSError as err:
+        raise InputError(f"--out {args.out!r}: cannot write ({err.strerror})") from None
+    given, host = design.client(), design.perf().host
+    terms = {"host_step_s": [cal.host_step_s, host.step_s],
+             "front_end_s": [cal.client_path.front_end_s, given.front_end_s + given.egress_s],
+             "tokenize_s_per_token": [cal.client_path.tokenize_s_per_token,
+                                      given.tokenize_s_per_token]}
+    if args.json:
+        print(json.dumps({"calibration": str(out), "terms": {
+            k: {"fitted": a, "design": b} for k, (a, b) in terms.items()},
+            "errors": fit.errors, "rows": fit.rows, "held_out_rows": fit.held_out,
+            "notes": list(fit.notes)}, allow_nan=False))
+        return 0
+    print(f"calibrated {design.model} on {design.gpu} ({design.label()}) to "
+          f"{fit.rows + fit.held_out:,} requests of {len(results)} file(s)")
+    print(f"  {'term':22s} {'fitted':>10s} {'design':>10s}")
+    for k, (a, b) in terms.items():
+        scale, unit = (1e6, "us") if k.endswith("per_token") else (1e3, "ms")
+        text = "-" if a is None else f"{a * scale:.3g} {unit}"
+        print(f"  {k:22s} {text:>10s} {b * scale:>7.3g} {unit}")
+    e = fit.errors
+    print(f"error on {fit.held_out:,} held-out requests (median |simulated / measured - 1|):")
+    for k in ("ttft", "tpot"):
+        a, b = e[f"{k}_held_out_before"], e[f"{k}_held_out_after"]
+        print(f"  {k.upper()}: {_pct(a)} with the design's terms, {_pct(b)} calibrated")
+    for note in fit.notes:
+        print(f"note: {note}")
+    print(f"written: {out} (load it with --calibration {out})")
+    return 0
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.1%}"
 
 
 def _fmt(key: str, v) -> str:
