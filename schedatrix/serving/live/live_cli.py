@@ -162,8 +162,9 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
     p.set_defaults(func=_cmd_measured, make_scenario=make_scenario)
 
     p = sub.add_parser(
-        "calibrate", conflict_handler="resolve", help="fit the model's host and front-end terms to measured per-request "
-                          "results; write a --calibration file",
+        "calibrate", conflict_handler="resolve",
+        help="fit the model's host and front-end terms to measured per-request results; write "
+             "a --calibration file",
         description="Replay each results file's completed requests (serving bench's, AIPerf's "
                     "profile_export.jsonl, GuideLLM's benchmarks.json: files with send times) "
                     "on the design that was measured, fit the host's time per iteration to "
