@@ -169,3 +169,13 @@ def test_over_loopback_a_bench_of_the_emulator_run_with_known_terms_recovers_the
     assert t["host_step_s"]["fitted"] == pytest.approx(0.006, rel=0.10)
     assert 0.016 <= t["front_end_s"]["fitted"] <= 0.06   # + HTTP: 2-7 wall ms measured here
     assert data["errors"]["tpot_held_out_after"] < data["errors"]["tpot_held_out_before"]
+
+
+def test_a_deployment_faster_than_the_models_gpu_puts_the_host_at_0_and_says_so(tmp_path):
+    """What the lesson's 'leaves out' says: no GPU-efficiency knob, so a deployment whose GPU
+    steps are faster than the model's (an H100 measured, an A100 modelled) leaves the host step
+    at its bound 0, with a note naming why."""
+    measured = _measured(tmp_path, Design(gpu="h100-80gb", async_scheduling=False))
+    data = _calibrate(measured, "--async-scheduling", "off", "--out", tmp_path / "c.toml")
+    assert data["terms"]["host_step_s"]["fitted"] == 0.0
+    assert any("host step at its bound 0" in n and "GPU-efficiency" in n for n in data["notes"])
