@@ -46,14 +46,13 @@ def test_the_measured_fault_follows_the_one_replica_prediction():
         assert f"measured {key} within 25% of the one-replica prediction: yes" in out
 
 
-def test_the_emulators_ttft_reads_above_the_prediction_and_tpot_within_a_few_percent():
-    says("14", "Above, and TPOT nearly equal: the TTFT was measured a little longer than the "
-               "model put it, while the time per output token after the first matched within "
-               "a few percent")
+def test_the_emulators_ttft_reads_above_the_prediction_and_tpot_within_10_percent():
+    says("14", "Above, and TPOT nearly equal: the TTFT was measured longer than the model put "
+               "it, while the time per output token after the first matched within 10%")
     out = printed("14", 'first = bench("bench-1")')
     assert "measured TTFT p50 above the predicted: yes" in out
-    assert "within 25%: yes" in out.split("ttft_p50", 1)[1].splitlines()[0]
-    assert "within 5%: yes" in out.split("tpot_p50", 1)[1].splitlines()[0]
+    assert "within 50%: yes" in out.split("ttft_p50", 1)[1].splitlines()[0]
+    assert "within 10%: yes" in out.split("tpot_p50", 1)[1].splitlines()[0]
     # ... and the gap is the front end's, not the host's (the calibration of that bench)
     says("14", "finds the gap in the client path, the time outside the GPU before the first "
                "token, not in the per-token host time")
