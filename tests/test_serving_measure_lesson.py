@@ -90,3 +90,13 @@ def test_the_lesson_stops_its_emulator_in_its_last_cell():
         "".join(o.get("text", "")) for o in last["outputs"])
     # no port is printed (a free one differs run to run)
     assert "127.0.0.1:PORT" in json.dumps(cells[1]["outputs"])
+
+
+def test_the_glossarys_client_path_figures_are_the_models():
+    from pathlib import Path
+    text = " ".join((Path(__file__).parents[1] / "docs" / "glossary.md").read_text().split())
+    assert "(the model's terms for vLLM: 1 ms, 1.1 us a prompt token, 0.11 ms a token out)" \
+        in text
+    p = VLLM_CLIENT_PATH
+    assert (p.front_end_s, p.tokenize_s_per_token) == (1e-3, 1.1e-6)
+    assert round(p.egress_s * 1000, 2) == 0.11
