@@ -125,6 +125,9 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--host-ms", type=_at_least_zero("--host-ms"), metavar="MS",
                    help="host time per scheduler iteration, milliseconds (default: vLLM's, "
                         "docs/serving-calibration.md)")
+    g.add_argument("--calibration", metavar="CAL.toml",
+                   help="the host and front-end terms serving calibrate fitted to your "
+                        "measurements, on every design (--host-ms still overrides its host)")
     g.add_argument("--prefill-tp", type=_positive(int, "--prefill-tp"),
                    help="tensor parallelism of a split's prefill replicas (default --tp)")
     g.add_argument("--decode-tp", type=_positive(int, "--decode-tp"),
@@ -387,6 +390,7 @@ def _scenario(args, one_design: bool):
         knobs["cuda_graphs"] = knobs["cuda_graphs"] == "on"
     if knobs.get("prefill_replicas") or knobs.get("decode_replicas"):
         knobs.setdefault("replicas", 0)
+
     designs = data.get("designs") or [{}]
     if one_design and isinstance(designs, list):
         chosen = designs
@@ -398,6 +402,10 @@ def _scenario(args, one_design: bool):
                 raise InputError(f"--design {args.design!r}: the scenario's designs are "
                                  f"{', '.join(map(repr, names))}")
         designs = chosen[:1]
+    if getattr(args, "calibration", None) and isinstance(designs, list):
+        from .intake.calibration_file import read_calibration  # every design, names kept
+        cal = read_calibration(args.calibration).design_knobs()
+        designs = [{**d, **cal} if isinstance(d, dict) else d for d in designs]
     if knobs and isinstance(designs, list):
         designs = [{**d, **knobs, **({"name": ""} if "name" in d else {})}
                    if isinstance(d, dict) else d for d in designs]
