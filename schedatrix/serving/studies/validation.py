@@ -27,9 +27,9 @@ from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
 from ..perf.catalog import gpu as gpu_of
 from ..perf.engines import ENGINES
-from ..published.fp8_gemm import DEEPGEMM_H800
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.kernels import efficiency, matmul_s
+from ..published.fp8_gemm import DEEPGEMM_H800
 from ..published.rows import PUBLISHED, Published
 from ..published.spec_rows import SPEC_PUBLISHED
 from ..sim.engine import simulate_fast
