@@ -193,11 +193,15 @@ def test_the_lockstep_start_is_most_of_the_online_ttft_lean():
     study = online_start_study()
     together, staggered = study["together"], study["staggered"]
     assert together.n == staggered.n == 39
-    assert together.mean_error > 1.5 and abs(staggered.mean_error) < 0.15
+    # the figures KNOWN_LEANS and docs/serving-validation.md give
+    assert together.mean_error == pytest.approx(2.33, abs=0.01)
+    assert round(together.in_band * 39) == 14
+    assert staggered.mean_error == pytest.approx(0.02, abs=0.01)
+    assert round(staggered.in_band * 39) == 18      # not a fix: the published figure lies between
     below_knee = [t.error for t in staggered.tests if 25 <= t.row.users <= 150
                   and t.row.input_tokens in (200, 500, 1000)]
-    assert len(below_knee) == 12 and max(below_knee) < -0.15
-    assert staggered.in_band < 0.5          # not a fix: the published figure lies between
+    assert len(below_knee) == 12
+    assert -0.61 < min(below_knee) and max(below_knee) < -0.28     # 29-60% fast
 
 
 def test_nims_rows_count_three_requests_a_user_every_one():
@@ -211,6 +215,16 @@ def test_nims_rows_count_three_requests_a_user_every_one():
     ttft = (run.first_token_s - run.arrival_s) * 1e3
     assert len(ttft) == 15 and replay(row) == pytest.approx(ttft.mean())  # first wave counted
     assert np.allclose(run.arrival_s[:row.users], 0.0)      # AIPerf's burst: all at once
+
+
+def test_past_the_knee_the_queues_wait_is_within_a_quarter(checks):
+    # 5,000 / 500 at 150-250 users, 20,000 / 2,000 at 50-250: the TTFT is the wait in the
+    # queue, which grows with the requests sent (3 a user, as NIM's sweep sends them)
+    past = [c for c in checks.values() if c.row.kind == "online_ttft" and (
+        (c.row.input_tokens == 5000 and c.row.users >= 150) or
+        (c.row.input_tokens == 20000 and c.row.users >= 50))]
+    assert len(past) == 8 and all(c.row.value > 30_000 for c in past)
+    assert all(0.04 < c.ratio - 1 < 0.26 for c in past), [c.ratio for c in past]
 
 
 def test_the_replays_lockstep_holds_round_after_round(capsys):
