@@ -406,13 +406,15 @@ def test_07_the_sweep_serves_the_fitted_twin_too():
                "multipliers")
     says("07", "There the SLO holds only up to 4.0 requests/s")
     assert all(kept[r][-1] == "pass?" for r in kept if r <= 4.0) and kept[4.5][-1] != "pass?"
-    assert "profile kept: 4.0" in printed("07", "highest rate meeting")
+    assert "with the per-minute profile kept: 4.0 requests/s" in printed(
+        "07", "highest rate meeting")
     # nothing else changed: the same lengths and gaps, the profile kept or dropped
     src = source("07", "sweep.append(")
     assert "hour_at = at_rate(with_chat, float(rate))" in src
     with_chat = dataclasses.replace(twin().load, classes=(CHAT,))
-    one, steady_load = at_rate(with_chat, 5.0), Load(rate_rps=5.0, burstiness=twin().load.burstiness,
-                                                      pairs=twin().load.pairs, classes=[CHAT])
+    one = at_rate(with_chat, 5.0)
+    steady_load = Load(rate_rps=5.0, burstiness=twin().load.burstiness, pairs=twin().load.pairs,
+                       classes=[CHAT])
     assert one.bursts == twin().load.bursts and not steady_load.bursts
     assert (one.rate_rps, one.burstiness, one.pairs) == (5.0, steady_load.burstiness,
                                                         steady_load.pairs)
