@@ -484,13 +484,25 @@ def test_07_the_app_question_and_its_answer():
 
 
 def test_07_what_the_model_leaves_out():
-    from test_serving_lessons import _sweep, hour
+    from test_serving_lessons import A100_8B, _sweep, hour, twin
+
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.load.requests import ClosedLoop
+    from schedatrix.serving.sim.simulate import simulate
     says("07", "## What this model leaves out")
     says("07", "(p95 TTFT 15.46 s at 9 requests/s in the steady sweep)")
     assert _sweep()[9.0][1] == "15.46s"
     says("07", "it invents no prompt longer than the hour's longest (4,142 tokens)")
     assert hour().input_tokens.max() == 4142
-    says("07", "as the flood's shorter ones raised it (9.93 against 6.17 requests/s)")
+    says("07", "as the flood's shorter ones raised the steady one (9.93 against 6.17 "
+               "requests/s, the one change of lengths tried here)")
+    says("07", "a closed loop of N users never has more than N requests outstanding, however "
+               "slow the replica")
+    run = simulate(generate(Load(closed_loop=ClosedLoop(8), pairs=twin().load.pairs), 0,
+                            requests=400), A100_8B)
+    events = sorted([(t, 1) for t in run.arrival_s] + [(t, -1) for t in run.done_s],
+                    key=lambda e: (e[0], e[1]))
+    assert max(np.cumsum([step for _, step in events])) == 8
     says("07", "(Sarathi-Serve's chunked prefill, lesson 08, section 7; [further "
                "reading](../docs/further-reading.md))")
     assert "## 7. The token budget" in _markdown("08")
