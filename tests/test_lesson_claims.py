@@ -542,6 +542,24 @@ def test_08_async_scheduling_under_load():
     assert (round(100 * host / sync), round(100 * host / prefill, 1)) == (14, 1.2)
 
 
+def test_08_the_kv_read_holds_decode_down():
+    from test_serving_lessons import PERF, printed, source
+
+    from schedatrix.course.figures.roofline import decode_batches, ridge_flops_per_byte
+    says("08", "Cut the context to 128 tokens and nothing else, and the same 512 requests reach "
+               "334 FLOPs per byte, past the ridge, at 168 TFLOP/s (the line under the table): the "
+               "KV reads are what hold decode down")
+    assert "context_tokens=128)" in source("08", "short = decode_batches(")
+    batches = 2 ** np.arange(0, 10)
+    short, long = decode_batches(PERF, batches, 128), decode_batches(PERF, batches, 1024)
+    assert (round(short.intensity[-1]), round(short.model_tflops[-1])) == (334, 168)
+    assert short.intensity[-1] > ridge_flops_per_byte(PERF) > long.intensity.max()
+    assert "128 tokens of context each: 334 FLOPs/byte, 168 TFLOP/s" in printed(
+        "08", "short = decode_batches(")
+    says("08", "With 1,024 tokens of context a decode step is memory bound at any batch size "
+               "tried here (1 to 512)")
+    assert list(long.tokens[[0, -1]]) == [1, 512]
+
 def test_08_the_token_budget_section_and_the_systems():
     says("08", "## 7. The token budget: TTFT against smooth tokens")
     says("08", "**Predict first.** cut the budget from 2,048 to 256. Does p95 TPOT rise or fall?")
