@@ -393,6 +393,23 @@ def test_07_08_sections_are_numbered_one_by_one(lesson):
     assert numbers == list(range(1, len(numbers) + 1)), numbers
 
 
+def test_07_a_burst_s_prompts_share_their_prefill_iterations():
+    from test_serving_lessons import printed, source
+    says("07", "a burst's prompts share their prefill iterations (a request's prompt is prefilled "
+               "beside 2.81 others on average at burstiness 0.25, against 0.86 at Poisson's and "
+               "0.26 at burstiness 4: the line under the table)")
+    text = " ".join(printed("07", "by_burstiness, prefill_p95").split())
+    found = re.search(r"on average: ([\d.]+) at burstiness 4, ([\d.]+) at burstiness 1, ([\d.]+) "
+                      r"at burstiness 0.25", text)
+    assert found and found.groups() == ("0.26", "0.86", "2.81")
+    # the count itself, on a schedule worked by hand: prefills over [0, 2), [1, 3), [5, 6)
+    from types import SimpleNamespace
+    scope = {"np": np}
+    exec(source("07", "def prompts_beside").split("\n\n\n")[1], scope)    # the helper alone
+    run = SimpleNamespace(scheduled_s=np.array([0.0, 1.0, 5.0]),
+                          first_token_s=np.array([2.0, 3.0, 6.0]))
+    assert scope["prompts_beside"](run) == (1 + 1 + 0) / 3
+
 def test_07_the_sweep_serves_the_fitted_twin_too():
     import dataclasses
 
