@@ -162,7 +162,7 @@ def test_07_burstiness_raises_ttft_at_the_same_rate():
     assert decide_share(28, 28, 0.9, 0.95).state == "undecided"
     assert decide_share(29, 29, 0.9, 0.95).state == "pass"
     rows = {line.split()[0]: line.split() for line in
-            printed("07", "by_burstiness, prefill_p95 = {}, {}").splitlines()[1:]}
+            printed("07", "by_burstiness, prefill_p95").splitlines()[1:]}
     says("07", "The p95 wait before a request's prefill starts more than triples (263 to 820 ms)")
     assert (rows["1"][6], rows["0.25"][6]) == ("263", "820")
     assert 3 < 820 / 263 < 3.5
