@@ -316,7 +316,7 @@ def folded_answers(lesson: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lesson", ["00", "01", "03", "04", "12"])
+@pytest.mark.parametrize("lesson", ["00", "01", "03", "04", "07", "12"])
 def test_a_folded_answer_states_what_its_code_prints(lesson):
     """A folded answer is Markdown, which nbval does not run: this runs its code (it stands
     alone, imports and all) and holds the text under it to what it prints. (Lesson 12's asks
@@ -371,6 +371,251 @@ def test_06_what_the_simulator_says_of_each_pool():
     assert large.replica_rps_source == "assumed" and "does not fit" in large.replica_rps_basis
     assert "(1-2 replicas at an assumed 3 req/s)" in prose("06")
     assert large.replica_rps == 3
+
+
+# ---------------------------------------------------------------------------- 07
+# The serving lessons' figures are read from their stored outputs (nbval proves them equal to
+# a fresh run) with the helpers of tests/test_serving_lessons.py; cheap runs are redone here.
+
+
+def _numbered_sections(lesson: str) -> list[int]:
+    return [int(n) for n in re.findall(r"(?:^|\n)## (\d+)\. ", _markdown(lesson))]
+
+
+def _markdown(lesson: str) -> str:
+    nb = json.loads(next(NOTEBOOKS.glob(f"{lesson}_*.ipynb")).read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("lesson", ["07", "08"])
+def test_07_08_sections_are_numbered_one_by_one(lesson):
+    numbers = _numbered_sections(lesson)
+    assert numbers == list(range(1, len(numbers) + 1)), numbers
+
+
+def test_07_a_burst_s_prompts_share_their_prefill_iterations():
+    from test_serving_lessons import printed, source
+    says("07", "a burst's prompts share their prefill iterations (a request's prompt is prefilled "
+               "beside 2.81 others on average at burstiness 0.25, against 0.86 at Poisson's and "
+               "0.26 at burstiness 4: the line under the table)")
+    text = " ".join(printed("07", "by_burstiness, prefill_p95").split())
+    found = re.search(r"on average: ([\d.]+) at burstiness 4, ([\d.]+) at burstiness 1, ([\d.]+) "
+                      r"at burstiness 0.25", text)
+    assert found and found.groups() == ("0.26", "0.86", "2.81")
+    # the count itself, on a schedule worked by hand: prefills over [0, 2), [1, 3), [5, 6)
+    from types import SimpleNamespace
+    scope = {"np": np}
+    exec(source("07", "def prompts_beside").split("\n\n\n")[1], scope)    # the helper alone
+    run = SimpleNamespace(scheduled_s=np.array([0.0, 1.0, 5.0]),
+                          first_token_s=np.array([2.0, 3.0, 6.0]))
+    assert scope["prompts_beside"](run) == (1 + 1 + 0) / 3
+
+def test_07_the_sweep_serves_the_fitted_twin_too():
+    import dataclasses
+
+    from test_serving_lessons import A100_8B, CHAT, _sweep, printed, source, twin
+
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.load.scale import at_rate, mean_rate, profile_s
+    from schedatrix.serving.studies.acceptance import evaluate
+    steady, kept = _sweep(), _sweep(profile=True)
+    says("07", "But one steady rate drops half of what `fit` measured in section 3: the per-minute "
+               "multipliers")
+    says("07", "There the SLO holds only up to 4.0 requests/s")
+    assert all(kept[r][-1] == "pass?" for r in kept if r <= 4.0) and kept[4.5][-1] != "pass?"
+    assert "with the per-minute profile kept: 4.0 requests/s" in printed(
+        "07", "highest rate meeting")
+    # nothing else changed: the same lengths and gaps, the profile kept or dropped
+    src = source("07", "sweep.append(")
+    assert "hour_at = at_rate(with_chat, float(rate))" in src
+    with_chat = dataclasses.replace(twin().load, classes=(CHAT,))
+    one = at_rate(with_chat, 5.0)
+    steady_load = Load(rate_rps=5.0, burstiness=twin().load.burstiness, pairs=twin().load.pairs,
+                       classes=[CHAT])
+    assert one.bursts == twin().load.bursts and not steady_load.bursts
+    assert (one.rate_rps, one.burstiness, one.pairs) == (5.0, steady_load.burstiness,
+                                                        steady_load.pairs)
+    says("07", "at the hour's own mean of 5.43, 82.0% of the requests are within it (79.7% to "
+               "84.3% over three runs), where the steady rate kept 99.2% at 5.5")
+    o = evaluate(A100_8B, lambda seed: generate(with_chat, seed, duration_s=profile_s(with_chat)),
+                 runs=3)
+    shares = sorted(round(100 * x, 1) for x in o.values("slo_attainment"))
+    assert (f"{mean_rate(with_chat):.2f}", f"{o.mean('slo_attainment'):.1%}") == ("5.43", "82.0%")
+    assert (shares[0], shares[-1]) == (79.7, 84.3) and steady[5.5][2] == "99.2%"
+    says("07", "At that mean the twin's busiest minute arrives at 1.82 times it, about 9.9 "
+               "requests/s, past the 6.7 the replica serves")
+    busiest = max(b.multiplier for b in twin().load.bursts)
+    assert f"{busiest:.2f}" == "1.82" and round(5.43 * busiest, 1) == 9.9
+    assert max(float(c[4]) for c in steady.values()) < 6.75
+    says("07", "The sweep's right-hand columns said as much with their stricter test (95% within, "
+               "in each of three runs): 4.0 requests/s with the profile kept")
+    says("07", "the sweep with the profile kept held the SLO only up to 4.0 requests/s, against "
+               "6.0 at one steady rate")
+    says("07", "at burstiness 0.25 (CV 2, the one burstier shape tried here)")
+    assert re.findall(r"burstiness=([\d.]+)", source("07", "steps = {")) == ["0.25"]
+
+
+def test_07_the_queueing_law_s_spread():
+    from test_serving_lessons import printed
+    says("07", "**Predict first.** the mean wait at ρ = 0.9 is how many times the mean wait at "
+               "ρ = 0.5? Twice? Four times? Nine times?")
+    lines = printed("07", "one request at a time: mean service").splitlines()
+    short = {float(x.split()[0]): re.findall(r"[+-][\d.]+%", x)
+             for x in lines if re.match(r"\s*0\.\d\s+0\.\d{3}\s", x)}
+    long = {float(x.split()[0]): re.findall(r"[+-][\d.]+%", x)
+            for x in lines if "ten times longer" in x}
+    says("07", "at ρ = 0.3 from 3.4% below to 1.6% above, at 0.7 from 7.1% below to 0.6% above "
+               "(3.75 to 4.06 s against 4.04 s), at 0.8 from 9.8% below to 1.3% above (6.24 to "
+               "7.01 s against 6.92 s), at 0.9 from 24.6% to 0.2% below (11.75 to 15.55 s "
+               "against 15.58 s)")
+    assert short[0.3] == ["-3.4%", "+1.6%"] and short[0.7] == ["-7.1%", "+0.6%"]
+    assert short[0.8] == ["-9.8%", "+1.3%"] and short[0.9] == ["-24.6%", "-0.2%"]
+    says("07", "further from it the nearer the wall")
+    lows = [float(short[r][0].rstrip("%")) for r in sorted(short)]
+    assert lows == sorted(lows, reverse=True)
+    says("07", "Make the runs ten times longer, 200,000 requests, and the spread closes in: at 0.8 "
+               "from 3.1% below to 0.3% above, at 0.9 from 3.9% to 2.0% below, still a little "
+               "under the law")
+    assert long == {0.8: ["-3.1%", "+0.3%"], 0.9: ["-3.9%", "-2.0%"]}
+    width = lambda pair: float(pair[1].rstrip("%")) - float(pair[0].rstrip("%"))  # noqa: E731
+    assert all(width(long[r]) < width(short[r]) for r in long)
+    says("07", "single runs of 20,000 requests stray up to 10% from it at ρ = 0.8, 25% at 0.9")
+
+
+def test_07_the_app_question_and_its_answer():
+    says("07", "**Question.** At 5 requests/s, lower the burstiness step by step: 1, 0.5, 0.35, "
+               "0.25. Where does the p95 TTFT first pass the 1 s SLO?")
+    (code, shown), = folded_answers("07")
+    assert "Setting(rate_rps=5.0, burstiness=b, seed=seed)" in code
+    from schedatrix.course.apps.serving_knobs import Setting
+    assert Setting().requests == 300
+    p95 = {float(line.split()[0]): [float(x) for x in line.split()[1::3]]
+           for line in shown.splitlines()[1:]}
+    says("07", "Seed 0 never passes 1 s, even at burstiness 0.25 (0.91 s); seed 1 passes it "
+               "already at 0.5 (1.03 s), seed 2 at 0.35 (1.05 s)")
+    # lowering the burstiness from 1: the first step whose p95 TTFT passes 1 s, per seed
+    first = [next((b for b in sorted(p95, reverse=True) if p95[b][seed] > 1), None)
+             for seed in range(3)]
+    assert first == [None, 0.5, 0.35] and p95[0.25][0] == 0.91
+    assert (p95[0.5][1], p95[0.35][2]) == (1.03, 1.05)
+
+
+def test_07_what_the_model_leaves_out():
+    from test_serving_lessons import A100_8B, _sweep, hour, twin
+
+    from schedatrix.serving.load import Load, generate
+    from schedatrix.serving.load.requests import ClosedLoop
+    from schedatrix.serving.sim.simulate import simulate
+    says("07", "## What this model leaves out")
+    says("07", "(p95 TTFT 15.46 s at 9 requests/s in the steady sweep)")
+    assert _sweep()[9.0][1] == "15.46s"
+    says("07", "it invents no prompt longer than the hour's longest (4,142 tokens)")
+    assert hour().input_tokens.max() == 4142
+    says("07", "as the flood's shorter ones raised the steady one (9.93 against 6.17 "
+               "requests/s, the one change of lengths tried here)")
+    says("07", "a closed loop of N users never has more than N requests outstanding, however "
+               "slow the replica")
+    run = simulate(generate(Load(closed_loop=ClosedLoop(8), pairs=twin().load.pairs), 0,
+                            requests=400), A100_8B)
+    events = sorted([(t, 1) for t in run.arrival_s] + [(t, -1) for t in run.done_s],
+                    key=lambda e: (e[0], e[1]))
+    assert max(np.cumsum([step for _, step in events])) == 8
+    says("07", "(Sarathi-Serve's chunked prefill, lesson 08, section 7; [further "
+               "reading](../docs/further-reading.md))")
+    assert "## 7. The token budget" in _markdown("08")
+
+
+# ---------------------------------------------------------------------------- 08
+
+
+def test_08_async_scheduling_under_load():
+    import inspect
+
+    from test_serving_lessons import PERF, printed
+
+    from schedatrix.serving.perf import PerfModel
+    from schedatrix.serving.studies.capacity import goodput_capacity
+    rows = {line[:16].strip(): line[16:].split()
+            for line in printed("08", "by_async = {}").splitlines()[1:]}
+    on, off = rows["on (the default)"], rows["off"]
+    says("08", "**Predict first.** turn async scheduling off. Which moves more: the gaps between "
+               "tokens (ITL, TPOT) or the time to the first token?")
+    says("08", "With async scheduling off, the median gap grows from 14.7 ms to 16.9 ms and p95 "
+               "TPOT from 44.2 ms to 50.1 ms")
+    assert (on[1], off[1], on[2], off[2]) == ("14.7ms", "16.9ms", "44.2ms", "50.1ms")
+    says("08", "The p95 TTFT (0.62 s against 0.61 s) and the serving capacity (6.17 requests/s "
+               "both, to the 3% the search resolves) barely move")
+    assert (on[0], off[0], on[4], off[4]) == ("0.62s", "0.61s", "6.17", "6.17")
+    assert inspect.signature(goodput_capacity).parameters["rel_tol"].default == 0.03
+    says("08", "(on the hour at 5 requests/s, a median gap of 14.7 ms against 16.9 ms without it; "
+               "TTFT and capacity unmoved)")
+    says("08", "The host's 1.76 ms is 14% of a one-request decode step (12.80 ms) but 1.2% of a "
+               "2,048-token prefill (150.40 ms)")
+    sync = PERF.iteration_s((), 1, 1024)
+    host = sync - PerfModel("llama-3.1-8b", "a100-80gb", host_s=0.0).iteration_s((), 1, 1024)
+    prefill = PERF.iteration_s([(2048, 0)])
+    assert (f"{host * 1e3:.2f}", f"{sync * 1e3:.2f}", f"{prefill * 1e3:.2f}") == (
+        "1.76", "12.80", "150.40")
+    assert (round(100 * host / sync), round(100 * host / prefill, 1)) == (14, 1.2)
+
+
+def test_08_the_kv_read_holds_decode_down():
+    from test_serving_lessons import PERF, printed, source
+
+    from schedatrix.course.figures.roofline import decode_batches, ridge_flops_per_byte
+    says("08", "Cut the context to 128 tokens and nothing else, and the same 512 requests reach "
+               "334 FLOPs per byte, past the ridge, at 168 TFLOP/s (the line under the table): the "
+               "KV reads are what hold decode down")
+    assert "context_tokens=128)" in source("08", "short = decode_batches(")
+    batches = 2 ** np.arange(0, 10)
+    short, long = decode_batches(PERF, batches, 128), decode_batches(PERF, batches, 1024)
+    assert (round(short.intensity[-1]), round(short.model_tflops[-1])) == (334, 168)
+    assert short.intensity[-1] > ridge_flops_per_byte(PERF) > long.intensity.max()
+    assert "128 tokens of context each: 334 FLOPs/byte, 168 TFLOP/s" in printed(
+        "08", "short = decode_batches(")
+    says("08", "With 1,024 tokens of context a decode step is memory bound at any batch size "
+               "tried here (1 to 512)")
+    assert list(long.tokens[[0, -1]]) == [1, 512]
+
+def test_08_the_token_budget_section_and_the_systems():
+    says("08", "## 7. The token budget: TTFT against smooth tokens")
+    says("08", "**Predict first.** cut the budget from 2,048 to 256. Does p95 TPOT rise or fall?")
+    for name in ("Orca (Yu et al., 2022)", "**PagedAttention**, Kwon et al., 2023",
+                 "Sarathi-Serve's **stall-free batching** (Agrawal et al., 2024)"):
+        says("08", name)
+    reading = (NOTEBOOKS.parent / "docs" / "further-reading.md").read_text()
+    assert all(s in reading for s in ("Orca", "PagedAttention", "Sarathi-Serve"))
+    says("08", "[further reading](../docs/further-reading.md)).")
+    from schedatrix.serving.replica.knobs import DEFAULT_BLOCK_TOKENS
+    says("08", "the simulator's cache is counted in blocks of 16 tokens too")
+    assert DEFAULT_BLOCK_TOKENS == 16
+
+
+def test_08_what_the_model_leaves_out():
+    from test_serving_lessons import PERF, printed
+
+    from schedatrix.course.figures.roofline import decode_batches
+    from schedatrix.serving.perf import PerfModel
+    says("08", "## What this model leaves out")
+    says("08", "A one-request decode step reaches 1.3 TFLOP/s of the A100's 312 (section 2), and "
+               "64 requests' tokens cost 1.54 times one's (section 1)")
+    dec = decode_batches(PERF, 2 ** np.arange(0, 10), 1024)
+    assert f"{dec.model_tflops[0]:.1f}" == "1.3"
+    assert round(PERF.iteration_s((), 64, 64 * 1024) / PERF.iteration_s((), 1, 1024), 2) == 1.54
+    says("08", "the gaps between tokens (11.1 to 14.7 ms in section 6's table)")
+    caps = {int(line.split()[0]): line.split() for line in
+            printed("08", "max batch").splitlines()[1:9]}
+    assert (caps[1][2], caps[256][2]) == ("11.1ms", "14.7ms")
+    says("08", "since at most 58 requests run at once where 357 fit; for Llama 2 7B (93 fit) or on "
+               "an L4 (23)")
+    kv = printed("08", "kv_capacity_tokens()")
+    assert "at most 58 requests run at once" in printed("08", "max batch")
+    assert [line.split()[-1] for line in kv.splitlines()[1:]] == ["481", "357", "93", "720", "23"]
+    says("08", "Were the serial part larger, the async figures (11.13 ms a one-request step, the "
+               "ITL of section 6) would move toward the synchronous ones (12.80 ms)")
+    for serial_s, step_ms in ((1e-4, 11.13), (1e-3, 12.03)):
+        overlap = PerfModel("llama-3.1-8b", "a100-80gb", async_scheduling=True, serial_s=serial_s)
+        assert f"{overlap.iteration_s((), 1, 1024) * 1e3:.2f}" == f"{step_ms:.2f}"
 
 
 # ---------------------------------------------------------------------------- 09
