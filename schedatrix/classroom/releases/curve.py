@@ -29,7 +29,7 @@ SERVING_CURVE: tuple[Step, ...] = (
     Step("08_kv_capacity", "08 (section 4)",
          "KV bytes per token, a replica's KV capacity, the largest batch in whole blocks; then "
          "the smallest TP that holds a service's batch", 30),
-    Step("09_decode_step", "08 (sections 1, 3); 09 (section 2)",
+    Step("09_decode_step", "08 (sections 1 to 3); 09 (section 2)",
          "a decode step by the roofline, held beside the calibrated model; then the TP a TPOT "
          "SLO needs by it", 30),
     Step("10_request_log", "07 (its opening, section 6)",
@@ -42,8 +42,8 @@ SERVING_CURVE: tuple[Step, ...] = (
          "the weights a decode step reads in FP8 and with a mixture of experts; then the "
          "largest batch a TPOT SLO and the KV cache allow, beside the calibrated model", 60),
     Step("11_recovery", "11 (sections 1 to 4)",
-         "when a fleet has recovered from a fault: a rule over windowed figures against the "
-         "paired baseline", 60),
+         "a rule of your own design, from seven stated requirements, that says when a fleet "
+         "has recovered from a fault, graded on drawn and simulated faults", 60),
     Step("12_router", "10 (sections 1 to 3)",
          "a routing policy of your own design, graded by the run it routes on a prefix-heavy "
          "load against three targets", 60),
