@@ -61,6 +61,7 @@ CASES = {
     "serving sweep": ("grid.toml", "--workers", "1", "--quiet"),
     "serving measured": ("results", "--rate", "2", "--requests", "1", "--input-len", "300",
                          "--output-len", "20"),
+    "serving calibrate": None,   # --out is the calibration file: tests/test_serving_calibrate.py
     "serving bench": None,   # needs an endpoint: tests/test_serving_bench.py (below, its files)
 }
 #: What a command's --out writes that its help names by kind only.
