@@ -358,3 +358,31 @@ def test_the_command_line_refuses_a_wrong_type_in_one_line(old, new, tmp_path):
     assert done.returncode == 2 and not done.stdout
     line, = done.stderr.strip().splitlines()
     assert "Traceback" not in line and "\x1b" not in line and old.split(" =")[0] in line
+
+
+def test_a_calibration_reaches_every_design_the_planner_tries(tmp_path):
+    """Issue 37: --calibration loads in every serving command, plan's included. A host step of
+    60 ms a scheduler iteration (a calibration file as serving calibrate writes it) puts every
+    TPOT over the 50 ms SLO, so the pool that fits without it fits nothing with it."""
+    import dataclasses
+    cal = tmp_path / "cal.toml"
+    cal.write_text("[host]\nstep_s = 0.06\n[client_path]\nfront_end_s = 0.001\n")
+    pool = tmp_path / "pool.toml"
+    pool.write_text(
+        "[pool]\ngpu = \"h100-80gb\"\ncount = 2\nrequests = 1000\nseed = 3\n\n[[models]]\n"
+        "name = \"chat\"\nmodel = \"llama-3.2-3b\"\nrate = 6\ninput_len = \"512\"\n"
+        "output_len = \"64\"\nttft_s = 0.5\ntpot_s = 0.05\n")
+    plain = _cli(str(pool), "--quiet", "--json")
+    assert plain.returncode == 0, plain.stderr
+    slow = _cli(str(pool), "--quiet", "--json", "--calibration", str(cal))
+    assert slow.returncode == 1, slow.stderr           # a verdict of no, with the reason
+    assert not json.loads(slow.stdout)["fits"]
+    from schedatrix.serving.intake.calibration_file import read_calibration
+    knobs = tuple(sorted(read_calibration(cal).design_knobs().items()))
+    spec = load_pool(pool)
+    from schedatrix.serving.studies.plan import _units
+    pooled = dataclasses.replace(spec.pool, design_knobs=knobs)
+    units, _ = _units(spec.models[0], pooled)
+    assert units and all(u.host_ms == pytest.approx(60) for u in units)
+    bad = _cli(str(pool), "--quiet", "--calibration", str(tmp_path / "missing.toml"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr

@@ -313,6 +313,9 @@ def add_serving_parser(subparsers) -> argparse.ArgumentParser:
                    help="GPUs in the pool instead of the file's count (one kind)")
     p.add_argument("--no-drift", dest="drift", action="store_false", default=None,
                    help="plan a trace's model without its per-minute profile (drift = false)")
+    p.add_argument("--calibration", metavar="CAL.toml",
+                   help="put a calibration's host step and client path (serving calibrate "
+                        "--out) on every design the planner tries")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument("--quiet", action="store_true", help="no progress")
     p.set_defaults(func=_cmd_plan)
@@ -590,6 +593,12 @@ def _cmd_plan(args) -> int:
     if args.drift is False:
         import dataclasses
         spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, drift=False))
+    if args.calibration:
+        import dataclasses
+
+        from .intake.calibration_file import read_calibration
+        knobs = tuple(sorted(read_calibration(args.calibration).design_knobs().items()))
+        spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, design_knobs=knobs))
     # a count with no total: "search 3", which agrees in number at 1 too (tqdm's unit read
     # "10search", then "1 searches")
     with tqdm(desc="plan", bar_format="{desc}: search {n_fmt} [{elapsed}{postfix}]",

@@ -105,6 +105,9 @@ class Pool:
     seed: int = 0
     splits: bool = False
     drift: bool = True
+    #: (knob, value) pairs put on every design the search tries: a user's calibration
+    #: (``serving plan --calibration``: the host step and the client path it fitted)
+    design_knobs: tuple = ()
 
     def count(self, kind: str) -> int:
         return dict(self.kinds).get(kind, 0)
@@ -359,6 +362,7 @@ def _units(m: ModelLoad, pool: Pool) -> tuple[list[Design], list[str]]:
     """Every unit of ``m`` on the pool's kinds (fewest GPUs first) and why others are not."""
     shape = model(m.model)
     units, why = [], []
+    extra = pool.design_knobs                 # a calibration's knobs, on every unit
     for kind, _ in pool.kinds:
         for dtype in m.dtypes:
             if dtype == "fp8" and gpu(kind).tflops_fp8 is None:
@@ -368,12 +372,12 @@ def _units(m: ModelLoad, pool: Pool) -> tuple[list[Design], list[str]]:
             for tp in allowed_tp(shape):
                 for ep in ((1, tp) if shape.moe and tp > 1 and shape.experts % tp == 0
                            else (1,)):
-                    d = _design(m, why, gpu=kind, tp=tp, ep=ep, dtype=dtype)
+                    d = _design(m, why, extra, gpu=kind, tp=tp, ep=ep, dtype=dtype)
                     if d is not None:
                         found.append(d)
             if not found:       # no TP degree holds it: pipeline stages at the widest TP
                 for pp in (2, 4, 8):
-                    d = _design(m, why, gpu=kind, tp=max(allowed_tp(shape)), pp=pp,
+                    d = _design(m, why, extra, gpu=kind, tp=max(allowed_tp(shape)), pp=pp,
                                 dtype=dtype)
                     if d is not None:
                         found.append(d)
@@ -382,7 +386,7 @@ def _units(m: ModelLoad, pool: Pool) -> tuple[list[Design], list[str]]:
             if pool.splits:
                 tps = sorted({d.tp for d in found if d.pp == 1})
                 for tp in tps:
-                    d = _design(m, why, gpu=kind, tp=tp, dtype=dtype, replicas=0,
+                    d = _design(m, why, extra, gpu=kind, tp=tp, dtype=dtype, replicas=0,
                                 prefill_replicas=1, decode_replicas=1)
                     if d is not None:
                         units.append(d)
@@ -392,7 +396,7 @@ def _units(m: ModelLoad, pool: Pool) -> tuple[list[Design], list[str]]:
             for dtype in m.dtypes:
                 tp_p, tp_d = _smallest_tp(units, pre, dtype), _smallest_tp(units, dec, dtype)
                 if tp_p and tp_d:
-                    d = _design(m, why, gpu=pre, tp=tp_p, dtype=dtype, replicas=0,
+                    d = _design(m, why, extra, gpu=pre, tp=tp_p, dtype=dtype, replicas=0,
                                 prefill_replicas=1, decode_replicas=1, prefill_gpu=pre,
                                 decode_gpu=dec, prefill_tp=tp_p, decode_tp=tp_d)
                     if d is not None:
@@ -407,9 +411,9 @@ def _smallest_tp(units: list[Design], kind: str, dtype: str) -> int | None:
     return min(tps) if tps else None
 
 
-def _design(m: ModelLoad, why: list[str], **knobs) -> Design | None:
+def _design(m: ModelLoad, why: list[str], extra: tuple = (), **knobs) -> Design | None:
     try:
-        return Design(model=m.model, **knobs)
+        return Design(model=m.model, **dict(extra), **knobs)
     except InputError as e:
         why.append(str(e))
         return None
