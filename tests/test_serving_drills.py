@@ -18,6 +18,7 @@ from schedatrix.course.drills import serving as sd
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.cluster.faults import Resilience
+from schedatrix.serving.figures.kv_tiers import kv_tiers
 from schedatrix.serving.figures.record import COMPLETED
 from schedatrix.serving.load.requests import Requests
 from schedatrix.serving.perf.catalog import GPUS, MODELS
@@ -524,21 +525,27 @@ def _setup_spec(q, design, m):
 
 
 def _setup_tier(q, design, m):
-    """The prompt fits the model's context, the replica with a tier builds and serves it twice
-    (the second time with its prefix cached), and a tier of 100 GB holds the prefix."""
+    """The copy the question describes, run: an HBM cache that holds one such request (plus a
+    block), a 100 GB tier; a prompt with the prefix, then another that evicts its blocks to the
+    tier, then the first prefix again. The third finds the whole prefix in the tier, and the
+    seconds the simulator charges its copy are the answer."""
     prefix = _num(r"finds its first ([\d,]+) tokens", q.prompt, int)
     prompt = _num(r"A prompt of ([\d,]+) tokens", q.prompt, int)
     assert prefix < prompt and prompt + 512 <= m.max_context
-    d = design.with_(kv_offload_gb=100)
-    b = build(d)
-    perf = d.perf()
-    assert d.kv_offload().blocks(perf.kv_bytes_per_token_per_gpu, perf.gpus, 1, 512) * 512 \
-        >= prefix
-    hashes = [list(range(prefix // 512))] * 2
-    run = _serve(d, [prompt, prompt], [64, 64], arrivals=[0.0, 600.0], hashes=hashes,
-                 hash_block=512)
+    perf = design.perf()
+    need = prompt + 64 + 16
+    share = (perf.weights_bytes_per_gpu + perf.activation_reserve_gb * 1e9
+             + need * perf.kv_bytes_per_token_per_gpu) / (perf.gpu.memory_gb * 1e9)
+    while perf.kv_capacity_tokens(share) < need:
+        share += 1e-6
+    d = design.with_(gpu_memory_share=share, kv_offload_gb=100)
+    first = list(range(prefix // 512))
+    other = [10**6 + h for h in first]
+    run = _serve(d, [prompt] * 3, [64] * 3, arrivals=[0.0, 600.0, 1200.0],
+                 hashes=[first, other, first], hash_block=512)
     _all_served(run)
-    assert run.prefix_hit_tokens == prefix and b.config.kv_offload is not None
+    assert run.prefix_cpu_hit_tokens == prefix
+    assert 1e3 * kv_tiers(run).load_s == pytest.approx(q.answer, rel=1e-9)
 
 
 SETUPS = {"spec_gain": _setup_spec, "tier_copy": _setup_tier,
