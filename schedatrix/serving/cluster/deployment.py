@@ -57,8 +57,8 @@ from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
 from ..perf.host import HostCosts, host_costs
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
-from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
 from ..perf.pcie import h2d_gb_s
+from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
 from ..replica.cpu_tier import MAX_OFFLOAD_GB, KVOffload
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
 from .admission import Admission
