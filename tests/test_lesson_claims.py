@@ -882,6 +882,141 @@ def test_13_experts_touched_set_the_bytes_and_arithmetic_the_rest():
     assert moe.weight_bytes_read(1) < 0.3 * den.weight_bytes_read(1)
 
 
+# ---------------------------------------------------------------------------- 15
+# Lesson 15's why-sentences, each against a run that changes its cause: the acceptance rate and
+# the load for speculative decoding, the documents' size against HBM for the CPU tier.
+
+def _spec_steps(spec, batch):
+    """(the plain decode step, the speculating step, the gain) of lesson 15's cells: Llama 3.1
+    8B on one H100, ``batch`` sequences of 1,000 tokens of context."""
+    from schedatrix.serving.perf.model import PerfModel
+    from schedatrix.serving.perf.spec_decode import SpecPerfModel
+    target = PerfModel("llama-3.1-8b", "h100-80gb")
+    plain = target.iteration_s((), batch, batch * 1001)
+    step = SpecPerfModel(target, spec).iteration_s((), batch, batch * 1001)
+    return plain, step, spec.expected_tokens * plain / step
+
+
+def test_15_the_acceptance_rate_moves_the_tokens_not_the_steps_cost():
+    from schedatrix.serving.perf.spec_decode import SpecDecode
+    says("15", "The gain is the tokens a step over the step's cost, and at one sequence only the "
+               "first moves with the acceptance rate")
+    runs = {a: _spec_steps(SpecDecode("eagle", 3, a), 1) for a in (0.0, 0.3, 0.57, 0.7, 0.9)}
+    assert len({round(step, 12) for _, step, _ in runs.values()}) == 1     # the same cost
+    gains = [g for _, _, g in runs.values()]
+    assert gains == sorted(gains)                                         # the tokens move it
+    says("15", "0.82 at 0, 1.71 at EAGLE's default 0.57, 2.83 at 0.9")
+    assert [f"{runs[a][2]:.2f}" for a in (0.0, 0.57, 0.9)] == ["0.82", "1.71", "2.83"]
+    says("15", "Break-even lies between 0 and 0.3 (0.3 already gains 1.17)")
+    assert runs[0.0][2] < 1 < runs[0.3][2]
+
+
+def test_15_the_gain_falls_as_the_verification_turns_compute_bound():
+    from schedatrix.course.figures.roofline import ridge_flops_per_byte
+    from schedatrix.serving.perf.model import PerfModel
+    from schedatrix.serving.perf.spec_decode import SpecDecode
+    says("15", "Speculation spends compute the step has spare while the weights' reads set its "
+               "time; as the batch grows, its matmuls turn compute-bound and the drafted tokens "
+               "cost what they weigh")
+    says("15", "That is Llama 3.1 8B on one H100 at 1,000 tokens of context, batches 1 to 512")
+    batches = (1, 8, 32, 64, 128, 256, 512)
+    ridge = ridge_flops_per_byte(PerfModel("llama-3.1-8b", "h100-80gb"))
+    for spec in (SpecDecode("eagle"), SpecDecode("ngram")):
+        rows = [_spec_steps(spec, n) for n in batches]
+        cost = [step / plain for plain, step, _ in rows]
+        gain = [g for _, _, g in rows]
+        assert cost == sorted(cost) and gain == sorted(gain, reverse=True), spec
+        # a BF16 matmul over T tokens does about T FLOPs a byte of weights: the verification's
+        # tokens are far below the ridge at one sequence and above it from 128 sequences
+        assert 1 * (spec.tokens + 1) < ridge / 10 < ridge < 128 * (spec.tokens + 1)
+    plain = {n: _spec_steps(SpecDecode("eagle"), n)[0] for n in (1, 8, 256, 512)}
+    assert plain[8] / plain[1] < 1.05 and plain[512] / plain[256] > 1.6   # spare, then not
+
+
+def _chat(rate):
+    from schedatrix.serving.load import Load, generate
+    return generate(Load(rate_rps=rate, input_len="lognormal:256,0.5",
+                         output_len="lognormal:512,0.5"), 1, requests=600)
+
+
+def test_15_the_load_raises_the_batch_and_the_served_gain_falls():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.sim.simulate import simulate
+    says("15", "the rate raises the requests in the system (8, 37, 88, 141, 182 and 226 without "
+               "speculation), and the decode batch with them")
+    replica = Design(model="llama-3.1-8b", gpu="h100-80gb")
+    held, gain = [], []
+    for rate in (2, 16, 32):
+        off, on = (figures(simulate(_chat(rate), replica.with_(spec_method=m)))
+                   for m in ("none", "eagle"))
+        held.append(off.mean_in_system)
+        gain.append(off.tpot_p50 / on.tpot_p50)
+    assert held == sorted(held) and gain == sorted(gain, reverse=True)
+    assert gain[0] > 1.5 and gain[2] < 1
+
+
+def test_15_a_gain_feeds_itself_under_load_and_a_loss_too():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.figures.metrics import figures
+    from schedatrix.serving.sim.simulate import simulate
+    says("15", "a replica whose drafts pay finishes requests sooner and holds fewer at once (44 "
+               "at 0.8 against 88 without speculation), so its batches are smaller and its "
+               "steps cheaper; one whose drafts do not holds more (137 at 0.3) and its steps "
+               "grow")
+    replica = Design(model="llama-3.1-8b", gpu="h100-80gb")
+    loads = {rate: _chat(rate) for rate in (2, 16)}
+    plain = {rate: figures(simulate(load, replica)) for rate, load in loads.items()}
+    got = {}
+    for accept in (0.3, 0.8):
+        spec = replica.with_(spec_method="eagle", spec_accept=accept)
+        got[accept] = {rate: figures(simulate(load, spec)) for rate, load in loads.items()}
+    held = {a: got[a][16].mean_in_system for a in got}
+    assert round(held[0.8]) == 44 and round(plain[16].mean_in_system) == 88
+    assert round(held[0.3]) == 137
+    gain = {a: {r: plain[r].tpot_p50 / got[a][r].tpot_p50 for r in loads} for a in got}
+    assert gain[0.8][16] > gain[0.8][2] > 2          # fewer held: more gain under load
+    assert gain[0.3][16] < 1 < gain[0.3][2]          # more held: a loss under load
+
+
+def test_15_the_tier_keeps_only_what_hbm_evicts():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.studies.cpu_tier_effect import tier_effect
+    says("15", "so HBM never evicts a document's blocks, and the tier, which keeps only what HBM "
+               "evicts, stays empty")
+    a100 = Design(model="llama-3.1-8b", gpu="a100-80gb")
+    for docs in (50, 100):
+        e = tier_effect(a100, 200, documents=docs)
+        assert e.document_tokens < e.hbm_tokens
+        assert e.on == e.off and e.ttft_on_s == e.ttft_off_s and e.on.cpu_hit_share == 0
+    past = tier_effect(a100, 200, documents=150)
+    assert past.document_tokens > past.hbm_tokens and past.on.cpu_hit_share > 0
+    assert past.ttft_on_s < past.ttft_off_s
+    says("15", "HBM's own share barely moves (30.5% without the tier, 30.8% with it)")
+    big = tier_effect(a100, 200, documents=400)
+    assert abs(big.on.hbm_hit_share - big.off.hbm_hit_share) < 0.01
+
+
+def test_15_the_tiers_share_grows_until_it_holds_the_set():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.studies.cpu_tier_effect import tier_effect
+    says("15", "The share grows with the tier's size until the tier holds the whole set: 400 "
+               "documents' KV takes 161 GB, so 400 GB add nothing to 200 (44.9% both)")
+    a100 = Design(model="llama-3.1-8b", gpu="a100-80gb")
+    kv_gb = 400 * 3072 * a100.perf().kv_bytes_per_token_per_gpu / 1e9
+    assert round(kv_gb) == 161
+    share = {gb: tier_effect(a100, gb, documents=400).on.cpu_hit_share for gb in (50, 200, 400)}
+    assert share[50] < share[200] == share[400]
+    says("15", "At 800 documents the set outgrows the 200 GB tier too, and its share falls")
+    assert tier_effect(a100, 200, documents=800).on.cpu_hit_share < share[200]
+
+
+def test_15_ends_with_what_its_model_leaves_out():
+    text = prose("15")
+    assert "## What this model leaves out" in text and "(../docs/further-reading.md)" in text
+    assert "LoRA" in text.split("## What this model leaves out", 1)[1]
+
+
 @pytest.mark.parametrize("lesson", ["00", "01", "02", "03", "04", "05", "06"])
 def test_every_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)

@@ -18,11 +18,14 @@ from schedatrix.course.drills import serving as sd
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.cluster.restart import RestartCosts
+from schedatrix.serving.figures.kv_tiers import kv_tiers
 from schedatrix.serving.figures.record import COMPLETED
 from schedatrix.serving.load.requests import Requests
 from schedatrix.serving.perf.catalog import GPUS, MODELS
 from schedatrix.serving.perf.kernels import allreduce_s
 from schedatrix.serving.perf.model import PerfModel
+from schedatrix.serving.perf.pcie import h2d_gb_s
+from schedatrix.serving.perf.spec_decode import SpecDecode, SpecPerfModel, expected_tokens
 from schedatrix.serving.replica.kv_cache import largest_batch
 from schedatrix.serving.sim.simulate import simulate
 from schedatrix.serving.studies.queueing import mg1
@@ -83,7 +86,7 @@ def test_every_kind_is_asked_in_a_fair_share_of_drills_in_varied_order(many):
     questions = sum(asked.values())
     assert set(asked) == set(sd.SERVING_KINDS) and len(asked) >= 10
     assert {"mg1_wait", "littles_law", "goodput_per_gpu", "prefix_cache", "kv_move", "recovery",
-            "expert_reads", "fp8_weights"} <= set(asked)
+            "expert_reads", "fp8_weights", "spec_gain", "tier_copy"} <= set(asked)
     for kind, n in asked.items():
         # none over a fifth of the questions, none rare
         assert 0.02 * questions <= n <= 0.20 * questions, (kind, n, questions)
@@ -288,9 +291,46 @@ def _check_recovery(q, model, gpu, tp):
     assert q.answer == pytest.approx(down + fixed + per_gpu / (rate * 1e9), rel=1e-3)
 
 
+def _spec_setup(q):
+    """(method, K, acceptance, batch, context, plain step ms, speculating step ms) as printed."""
+    method = "eagle" if "EAGLE's head drafts" in q.prompt else "ngram"
+    k = _num(r"K = (\d+) tokens", q.prompt, int)
+    accept = _num(r"with probability ([\d.]+) when", q.prompt)
+    batch, context = (int(x.replace(",", "")) for x in re.search(
+        r"Decoding (\d+) sequences of ([\d,]+) tokens", q.prompt).groups())
+    plain = _num(r"plain decode step takes ([\d.]+) ms", q.prompt)
+    step = _num(r"\) ([\d.]+) ms\. How many", q.prompt)
+    return method, k, accept, batch, context, plain, step
+
+
+def _check_spec(q, model, gpu, tp):
+    method, k, accept, batch, context, plain, step = _spec_setup(q)
+    base = PerfModel(model, gpu, tp=tp)
+    spec = SpecDecode(method, k, accept)
+    ctx = batch * (context + 1)
+    # the printed steps are the library's, and the answer is Leviathan's tokens over their ratio
+    assert 1e3 * base.iteration_s((), batch, ctx) == pytest.approx(plain, abs=0.006)
+    assert 1e3 * SpecPerfModel(base, spec).iteration_s((), batch, ctx) == pytest.approx(
+        step, abs=0.006)
+    assert q.answer == pytest.approx(expected_tokens(accept, k) * plain / step, rel=1e-9)
+    assert spec.expected_tokens == pytest.approx(expected_tokens(accept, k))
+
+
+def _check_tier(q, model, gpu, tp):
+    prefix = _num(r"finds its first ([\d,]+) tokens", q.prompt, int)
+    gb_s = _num(r"all at once, at ([\d.]+) GB/s", q.prompt)
+    design = Design(model=model, gpu=gpu, tp=tp, kv_offload_gb=100)
+    assert gb_s == h2d_gb_s(gpu) == design.kv_offload().h2d_gb_s
+    # the seconds the simulator charges a copy (tests/test_serving_kv_offload.py): its tokens'
+    # bytes on one GPU over that GPU's PCIe rate
+    per_gpu = design.perf().kv_bytes_per_token_per_gpu
+    assert q.answer == pytest.approx(1e3 * prefix * per_gpu / (gb_s * 1e9), rel=1e-9)
+
+
 SYSTEM_CHECKS = {"mg1_wait": _check_mg1, "littles_law": _check_little,
                  "goodput_per_gpu": _check_goodput, "prefix_cache": _check_prefix,
-                 "kv_move": _check_kv_move, "recovery": _check_recovery}
+                 "kv_move": _check_kv_move, "recovery": _check_recovery,
+                 "spec_gain": _check_spec, "tier_copy": _check_tier}
 
 
 def test_grading_numbers_counts_and_the_slo_question():
@@ -481,7 +521,40 @@ def _setup_expert(q, *_):
     PerfModel(name, "h200", tp=2).iteration_s((), n, n * 512)
 
 
-SETUPS = {"largest_batch": _setup_largest_batch, "step_time": _setup_decode_batch,
+def _setup_spec(q, design, m):
+    """The speculating replica builds and serves the batch decoding at that context."""
+    method, k, accept, batch, context, *_ = _spec_setup(q)
+    assert batch <= design.batch_cap() and context < m.max_context
+    d = design.with_(spec_method=method, spec_tokens=k, spec_accept=accept)
+    _all_served(_serve(d, [context - 15] * batch, [16] * batch))
+
+
+def _setup_tier(q, design, m):
+    """The copy the question describes, run: an HBM cache that holds one such request (plus a
+    block), a 100 GB tier; a prompt with the prefix, then another that evicts its blocks to the
+    tier, then the first prefix again. The third finds the whole prefix in the tier, and the
+    seconds the simulator charges its copy are the answer."""
+    prefix = _num(r"finds its first ([\d,]+) tokens", q.prompt, int)
+    prompt = _num(r"A prompt of ([\d,]+) tokens", q.prompt, int)
+    assert prefix < prompt and prompt + 512 <= m.max_context
+    perf = design.perf()
+    need = prompt + 64 + 16
+    share = (perf.weights_bytes_per_gpu + perf.activation_reserve_gb * 1e9
+             + need * perf.kv_bytes_per_token_per_gpu) / (perf.gpu.memory_gb * 1e9)
+    while perf.kv_capacity_tokens(share) < need:
+        share += 1e-6
+    d = design.with_(gpu_memory_share=share, kv_offload_gb=100)
+    first = list(range(prefix // 512))
+    other = [10**6 + h for h in first]
+    run = _serve(d, [prompt] * 3, [64] * 3, arrivals=[0.0, 600.0, 1200.0],
+                 hashes=[first, other, first], hash_block=512)
+    _all_served(run)
+    assert run.prefix_cpu_hit_tokens == prefix
+    assert 1e3 * kv_tiers(run).load_s == pytest.approx(q.answer, rel=1e-9)
+
+
+SETUPS = {"spec_gain": _setup_spec, "tier_copy": _setup_tier,
+          "largest_batch": _setup_largest_batch, "step_time": _setup_decode_batch,
           "allreduce_bytes": _setup_decode_batch, "slo": _setup_slo, "mg1_wait": _setup_mg1,
           "goodput_per_gpu": _setup_goodput, "prefix_cache": _setup_prefix,
           "kv_move": _setup_kv_move, "fp8_weights": _setup_fp8, "expert_reads": _setup_expert}

@@ -881,7 +881,7 @@ def test_lessons_label_synthetic_results():
     assert printed("07", "the trace is synthetic?").split()[4] == "True"
 
 
-@pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12", "13", "14"])
+@pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12", "13", "14", "15"])
 def test_every_serving_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
     assert "## Summary" in text and "**New terms:**" in text
