@@ -78,6 +78,20 @@ def _in_range(flag, low: float, high: float, why: str = ""):
     return parse
 
 
+def _lora_int(flag, low: int):
+    """A LoRA flag's whole number, at least ``low``."""
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got "
+                                             f"{text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least {low}, got {text!r}")
+        return v
+    return parse
+
+
 def _at_least_zero(flag, high=1000):
     return _in_range(flag, 0, high)
 
@@ -153,6 +167,19 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="a CPU tier for the prefix cache: GB of host memory per replica that "
                         "keeps blocks evicted from HBM, copied back over PCIe on a hit "
                         "(default 0: off)")
+    g.add_argument("--lora-adapters", type=_lora_int("--lora-adapters", 0), metavar="N",
+                   help="LoRA adapters served on the base model, every request using one "
+                        "(default 0: none)")
+    g.add_argument("--lora-rank", type=_lora_int("--lora-rank", 1), metavar="R",
+                   help="the adapters' rank, vLLM's max_lora_rank: 1, 8, 16 (default), 32, 64, "
+                        "128, 256, 320 or 512")
+    g.add_argument("--max-loras", type=_lora_int("--max-loras", 1), metavar="M",
+                   help="adapter slots in HBM: at most M distinct adapters a batch (default 1)")
+    g.add_argument("--max-cpu-loras", type=_lora_int("--max-cpu-loras", 1), metavar="C",
+                   help="adapters kept in host memory, at least M (default M)")
+    g.add_argument("--lora-skew", type=_in_range("--lora-skew", 0, 10, " (a Zipf exponent)"),
+                   metavar="S", help="the adapters' popularity: Zipf exponent, 0 (default) "
+                                     "uniform")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -326,7 +353,10 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "expert_skew": "expert_skew", "engine": "engine",
                  "async_scheduling": "async_scheduling", "spec_method": "spec_method",
                  "spec_tokens": "spec_tokens", "spec_accept": "spec_accept",
-                 "draft_model": "draft_model", "kv_offload_gb": "kv_offload_gb"}
+                 "draft_model": "draft_model", "kv_offload_gb": "kv_offload_gb",
+                 "lora_adapters": "lora_adapters", "lora_rank": "lora_rank",
+                 "max_loras": "max_loras", "max_cpu_loras": "max_cpu_loras",
+                 "lora_skew": "lora_skew"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
