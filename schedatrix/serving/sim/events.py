@@ -591,6 +591,10 @@ class Cluster:
             prefix_cpu_hit_tokens=sum(e.cpu_hit_tokens for e in engines),
             kv_load_s=sum(e.load_s for e in engines),
             kv_load_saved_s=sum(e.saved_s for e in engines),
+            lora_loads=tuple(int(sum(e.lora_loads[k] for e in engines)) for k in range(3)),
+            lora_load_s=sum(e.lora_load_s for e in engines),
+            lora_kernel_s=sum(e.lora_kernel_s for e in engines),
+            lora_skips=sum(e.lora_skips for e in engines),
             link_busy_s=self.link_busy,
             implementation=self.implementation,
         )

@@ -39,6 +39,9 @@ def design_json(o: Outcome) -> dict:
     out["prefix_hit_share"] = finite(interval(o.prefix_hit_share)[0])
     if d.kv_offload_gb:
         out["kv_offload"] = kv_offload_json(o)
+    if d.lora_adapters:
+        out["lora"] = {"adapters": d.lora_adapters, "max_loras": d.max_loras,
+                       **{k: finite(interval([r[k] for r in o.lora])[0]) for k in o.lora[0]}}
     reasons: dict = {}
     for per_run in o.reasons:
         for (reason, c), count in per_run.items():
