@@ -18,8 +18,14 @@ from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.cluster.faults import Fault, Resilience
 from schedatrix.serving.cluster.policy import Policy
 from schedatrix.serving.perf.catalog import model
-from schedatrix.serving.perf.lora import (DISK_GB_S, LoRA, LoraKernels, adapter_bytes_per_gpu,
-                                          draw_adapters, slots_tokens)
+from schedatrix.serving.perf.lora import (
+    DISK_GB_S,
+    LoRA,
+    LoraKernels,
+    adapter_bytes_per_gpu,
+    draw_adapters,
+    slots_tokens,
+)
 from schedatrix.serving.replica.knobs import SchedulerConfig
 from schedatrix.serving.replica.lora_slots import FROM_CPU, FROM_DISK, RESIDENT, AdapterSlots
 from schedatrix.serving.sim.engine import simulate_fast

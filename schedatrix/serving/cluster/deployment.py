@@ -59,11 +59,11 @@ from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, mo
 from ..perf.client_path import NO_CLIENT_PATH, VLLM_CLIENT_PATH, ClientPath
 from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
 from ..perf.host import HostCosts, host_costs
+from ..perf.lora import LoRA, slots_tokens
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
-from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
-from ..perf.lora import LoRA, slots_tokens
 from ..perf.pcie import h2d_gb_s
+from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
 from ..replica.cpu_tier import MAX_OFFLOAD_GB, KVOffload
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
 from .admission import Admission

@@ -39,8 +39,8 @@ class LoraUse:
         if lora is None:
             return None
         if self.slots is not None:
-            self.lora_loads_before = [a + b for a, b in zip(self.lora_loads_before,
-                                                            self.slots.loads)]
+            before, now = self.lora_loads_before, self.slots.loads
+            self.lora_loads_before = [a + b for a, b in zip(before, now, strict=True)]
         return AdapterSlots(lora.max_loras, lora.max_cpu_loras)
 
     def lora_blocked(self, i: int) -> bool:
@@ -62,7 +62,7 @@ class LoraUse:
     def lora_loads(self) -> list[int]:
         """Admissions whose adapter was resident, came from host memory, came from disk."""
         now = self.slots.loads if self.slots is not None else [0, 0, 0]
-        return [a + b for a, b in zip(self.lora_loads_before, now)]
+        return [a + b for a, b in zip(self.lora_loads_before, now, strict=True)]
 
     def lora_step_s(self, members, tokens: int) -> float:
         """Seconds this iteration adds for LoRA: the kernels over its ``members`` (requests)
