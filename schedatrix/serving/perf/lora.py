@@ -2,12 +2,14 @@
 kernels): an adapter's bytes on each GPU, the batched LoRA kernels' time per iteration, and the
 seconds an adapter takes to reach a GPU slot.
 
-**Knobs** (:class:`LoRA`, vLLM's names): ``adapters`` N served (every request uses one),
+**Knobs** (:class:`LoRA`, vLLM's names): ``adapters`` N served (every request uses one: its
+load's own, ``Requests.meta["lora_adapter"]``, or drawn by popularity),
 ``rank`` R (vLLM's ``max_lora_rank``: 1, 8, 16, 32, 64, 128, 256, 320 or 512), ``max_loras``
 M slots in HBM (at most M distinct adapters in a batch) and ``max_cpu_loras`` C adapters kept in
 host memory (at least M; vLLM's default M), least recently used dropped first. ``skew`` is the
 Zipf exponent of the adapters' popularity (0: uniform, vLLM's ``bench serve`` picks a module at
-random; S-LoRA's traces use a power law).
+random; S-LoRA's traces use a power law); ``targets`` the modules adapted (``all``, or
+``attention``: vLLM's ``target_modules`` of qkv_proj and o_proj, S-LoRA's adapters).
 
 **Bytes**: vLLM applies an adapter to every linear layer of a decoder layer (``qkv_proj``,
 ``o_proj``, ``gate_up_proj``, ``down_proj``), each slice an ``A`` (in x R) and a ``B``
@@ -20,9 +22,11 @@ cache, as vLLM allocates its stacked LoRA buffers before it sizes the cache.
 and module one shrink (tokens x in by in x R per slice) and one expand (tokens x R by R x out),
 each a grouped matmul that reads the weights of every distinct adapter in the batch once: the
 project's matmul roofline (:func:`.kernels.matmul_s`, its fitted shares and its fixed time per
-kernel) with ``weights`` = the distinct adapters. At decode sizes the fixed time of 8 kernels a
-layer dominates. Error: a roofline, not fitted to LoRA; held to the published rows of
-:mod:`..published.lora_rows` (docs/serving-calibration.md, "Multi-LoRA").
+kernel) with ``weights`` = the distinct adapters; a kernel launched from the host (no CUDA
+graph covers the iteration) takes at least the host's dispatch, as the base model's kernels do.
+At decode sizes the fixed time of 8 kernels a layer dominates. Error: a roofline, not fitted
+to LoRA; held to the published rows of :mod:`..published.lora_rows`
+(docs/serving-calibration.md, "Multi-LoRA").
 
 **Loading**: an adapter not in a GPU slot is copied from host memory over each GPU's PCIe link
 (:mod:`.pcie`); one not in host memory is read from local disk first, at ``DISK_GB_S``.
@@ -36,11 +40,15 @@ import numpy as np
 
 from ...errors import InputError
 from ..numbers import check_int, check_real
-from .kernels import matmul_s
+from .kernels import eager, matmul_s
 
 __all__ = ["LoRA", "LoraKernels", "LORA_RANKS", "DISK_GB_S", "adapter_bytes_per_gpu",
-           "draw_adapters", "slots_tokens", "LORA_STREAM", "MAX_ADAPTERS"]
+           "draw_adapters", "slots_tokens", "LORA_STREAM", "MAX_ADAPTERS", "LORA_TARGETS",
+           "ADAPTER_META"]
 
+#: The modules an adapter may target: every linear layer (vLLM's default) or the attention's
+#: (vLLM's ``target_modules`` ``["qkv_proj", "o_proj"]``; S-LoRA's adapters).
+LORA_TARGETS = ("all", "attention")
 #: vLLM's allowed ``max_lora_rank`` values (``MaxLoRARanks``, vllm/config/lora.py).
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 #: GB/s an adapter file is read from local disk into host memory (a PCIe Gen4 NVMe SSD reads 3
@@ -64,6 +72,7 @@ class LoRA:
     max_cpu_loras: int | None = None
     skew: float = 0.0
     h2d_gb_s: float = 25.0
+    targets: str = "all"
 
     def __post_init__(self):
         check_int("lora_adapters", self.adapters, 1, MAX_ADAPTERS)
@@ -79,26 +88,32 @@ class LoRA:
                              f"({self.max_loras}), as vLLM requires")
         check_real("lora_skew", self.skew, 0.0, 10.0)
         check_real("h2d_gb_s", self.h2d_gb_s, 0.0, 10_000.0, low_open=True)
+        if self.targets not in LORA_TARGETS:
+            raise InputError(f"lora_targets: {self.targets!r}; allowed: "
+                             f"{', '.join(LORA_TARGETS)}")
 
     def label(self) -> str:
         return (f"{self.adapters} LoRA r{self.rank}, {self.max_loras} slot"
                 f"{'s' if self.max_loras > 1 else ''}")
 
 
-def _modules(shape) -> tuple[tuple[str, int, tuple[int, ...]], ...]:
-    """(parallel style, in, out slices) of the linear modules LoRA adapts in one layer."""
+def _modules(shape, targets: str = "all") -> tuple[tuple[str, int, tuple[int, ...]], ...]:
+    """(parallel style, in, out slices) of the linear modules LoRA adapts in one layer: every
+    one (``all``), or the attention's ``qkv_proj`` and ``o_proj`` (``attention``)."""
     h = shape.hidden
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
-    return (("col", h, (q, kv, kv)), ("row", q, (h,)), ("col", h, (shape.ffn, shape.ffn)),
-            ("row", shape.ffn, (h,)))
+    attention = (("col", h, (q, kv, kv)), ("row", q, (h,)))
+    if targets == "attention":
+        return attention
+    return attention + (("col", h, (shape.ffn, shape.ffn)), ("row", shape.ffn, (h,)))
 
 
 def adapter_bytes_per_gpu(shape, rank: int, tp: int = 1, layers: int | None = None,
-                          value_bytes: int = 2) -> float:
+                          value_bytes: int = 2, targets: str = "all") -> float:
     """Bytes one adapter of ``rank`` takes on each of a replica's GPUs (``layers``: those on
-    the GPU's pipeline stage; default all)."""
+    the GPU's pipeline stage; default all) on the modules ``targets`` names."""
     per_layer = 0.0
-    for style, k, outs in _modules(shape):
+    for style, k, outs in _modules(shape, targets):
         for n in outs:
             if style == "col":
                 per_layer += k * rank + rank * n / tp
@@ -111,14 +126,21 @@ class LoraKernels:
     """The batched LoRA kernels' seconds per iteration on one replica (``perf`` a
     :class:`~.model.PerfModel`, or a wrapper of one that forwards its attributes)."""
 
-    def __init__(self, perf, rank: int):
+    def __init__(self, perf, rank: int, targets: str = "all"):
         self.rank = int(rank)
         self.eff, self.gpu = perf.eff, perf.gpu
         self.tp = int(getattr(perf, "tp", 1))
         self.layers = perf.model.layers // int(getattr(perf, "pp", 1))
-        self._mods = _modules(perf.model)
+        self._mods = _modules(perf.model, targets)
+        # kernels launched from the host (no CUDA graph covers the iteration) take at least
+        # the host's dispatch each, as the base model's do
+        eagerly = getattr(perf, "launched_eagerly", None)
+        self._eagerly = eagerly if eagerly is not None else (lambda tokens: False)
+        host = getattr(perf, "host", None)
+        self._dispatch_s = host.dispatch_s if host is not None else 0.0
         #: one adapter's bytes on each GPU
-        self.adapter_bytes = adapter_bytes_per_gpu(perf.model, rank, self.tp, self.layers)
+        self.adapter_bytes = adapter_bytes_per_gpu(perf.model, rank, self.tp, self.layers,
+                                                   targets=targets)
         self._memo: dict[tuple[int, int], float] = {}
 
     def seconds(self, tokens: int, distinct: int) -> float:
@@ -134,6 +156,7 @@ class LoraKernels:
 
     def _seconds(self, tokens: int, distinct: int) -> float:
         r, tp, eff, gpu = self.rank, self.tp, self.eff, self.gpu
+        eagerly, dispatch = bool(self._eagerly(tokens)), self._dispatch_s
         layer = 0.0
         for style, k, outs in self._mods:
             slices = len(outs)
@@ -144,19 +167,31 @@ class LoraKernels:
             else:                    # A split, B whole
                 shrink = matmul_s(eff, gpu, tokens, k / tp, r, weights=distinct)
                 expand = matmul_s(eff, gpu, tokens, r, out, weights=distinct)
-            layer += float(shrink) + float(expand)
+            layer += float(eager(shrink, eagerly, dispatch)) + float(eager(expand, eagerly,
+                                                                             dispatch))
         return layer * self.layers
 
 
 def slots_tokens(perf, lora: LoRA) -> int:
     """KV-cache tokens the ``max_loras`` slots' bytes displace on each GPU of ``perf``."""
-    one = LoraKernels(perf, lora.rank).adapter_bytes
+    one = LoraKernels(perf, lora.rank, lora.targets).adapter_bytes
     return -int(-(lora.max_loras * one) // perf.kv_bytes_per_token_per_gpu)
 
 
-def draw_adapters(n: int, lora: LoRA, seed: int) -> list[int]:
-    """The adapter (0 to N - 1) each of ``n`` requests uses: uniform, or Zipf with exponent
-    ``lora.skew`` (adapter a drawn with weight (a + 1) ** -skew), from the run's seed."""
+#: The key of ``Requests.meta`` under which a load carries each request's own adapter.
+ADAPTER_META = "lora_adapter"
+
+
+def draw_adapters(n: int, lora: LoRA, seed: int, given=None) -> list[int]:
+    """The adapter (0 to N - 1) each of ``n`` requests uses: ``given`` (a load's own, one a
+    request), or drawn from the run's seed: uniform, or Zipf with exponent ``lora.skew``
+    (adapter a drawn with weight (a + 1) ** -skew)."""
+    if given is not None:
+        given = np.asarray(given)
+        if len(given) != n or (n and (given.min() < 0 or given.max() >= lora.adapters)):
+            raise InputError(f"requests: {ADAPTER_META} needs one adapter a request, each 0 to "
+                             f"lora_adapters - 1 = {lora.adapters - 1}")
+        return given.astype(int).tolist()
     rng = np.random.default_rng([int(seed) % 2**63, LORA_STREAM])
     if lora.skew == 0:
         return rng.integers(0, lora.adapters, n).tolist()

@@ -28,7 +28,8 @@ class LoraUse:
             return
         perf = self.perf
         own = getattr(perf, "lora_kernels", None)    # a model with kernels of its own (tests)
-        kernels = self.lora_kernels = own(lora.rank) if own else LoraKernels(perf, lora.rank)
+        kernels = self.lora_kernels = own(lora.rank) if own else LoraKernels(perf, lora.rank,
+                                                                              lora.targets)
         one = kernels.adapter_bytes          # one adapter's bytes on each GPU
         self.lora_cpu_s = one / (lora.h2d_gb_s * 1e9)
         self.lora_disk_s = self.lora_cpu_s + one * getattr(perf, "gpus", 1) / (DISK_GB_S * 1e9)

@@ -20,7 +20,7 @@ from ..cluster.policy import Policy
 from ..cluster.routing import make_router
 from ..figures.record import COMPLETED, FAILED, REJECTED, UNFINISHED, GapRecord, Run
 from ..load.requests import Requests
-from ..perf.lora import draw_adapters
+from ..perf.lora import ADAPTER_META, draw_adapters
 from ..replica.knobs import SchedulerConfig
 from ..replica.speculation import AcceptanceDraws
 
@@ -154,8 +154,9 @@ class Cluster:
         spec = next((p.spec for p in self.perfs.values() if getattr(p, "spec", None)), None)
         self.spec_draws = (AcceptanceDraws(policy.seed, spec.accept, spec.tokens)
                            if spec is not None and spec.on else None)
-        # the LoRA adapter each request uses (..perf.lora), drawn from the run's seed
-        self.adapter = draw_adapters(n, cfg.lora, policy.seed) if cfg.lora is not None else None
+        # the LoRA adapter each request uses (..perf.lora): its load's own, or drawn
+        self.adapter = (draw_adapters(n, cfg.lora, policy.seed, requests.meta.get(ADAPTER_META))
+                        if cfg.lora is not None else None)
         self.engines = [[engine_cls(self, r, plan.role, plan.kv_blocks)
                          for _ in range(plan.engines)]
                         for r, plan in enumerate(layout.replicas)]

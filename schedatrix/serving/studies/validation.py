@@ -31,8 +31,10 @@ from ..published.fp8_gemm import DEEPGEMM_H800
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.kernels import efficiency, matmul_s
 from ..published.rows import PUBLISHED, Published
+from ..published.lora_rows import LORA_PUBLISHED
 from ..published.spec_rows import SPEC_PUBLISHED
 from ..sim.engine import simulate_fast
+from .lora_validation import is_lora, replay_lora
 from .spec_validation import is_spec, replay_spec
 
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
@@ -87,6 +89,8 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     """The model's figure for ``row`` (in the row's unit), with vLLM's host costs ``host``."""
     if is_spec(row):                  # speculative decoding: its own replay (.spec_validation)
         return replay_spec(row, host)
+    if is_lora(row):                  # many LoRA adapters against none: .lora_validation
+        return replay_lora(row, host)
     if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
         bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
         return bf16 / fp8
@@ -201,7 +205,8 @@ def check(row: Published) -> Check:
     return Check(row, replay(row))
 
 
-def validate(rows: tuple[Published, ...] = PUBLISHED + SPEC_PUBLISHED) -> list[Check]:
+def validate(rows: tuple[Published, ...] = PUBLISHED + SPEC_PUBLISHED + LORA_PUBLISHED
+             ) -> list[Check]:
     """Every row against the model."""
     return [check(r) for r in rows]
 
@@ -249,6 +254,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "online TTFT": ("online_ttft",),
     "online ITL": ("online_itl",),
     "speculative TPOT": ("spec_itl",),
+    "LoRA throughput": ("lora_ratio",),
 }
 
 
