@@ -183,6 +183,9 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lora-targets", choices=("all", "attention"),
                    help="the modules the adapters adapt: every linear layer (all, default) or "
                         "the attention's qkv and o projections")
+    g.add_argument("--lora-by-class", dest="lora_by_class", action="store_true", default=None,
+                   help="each SLO class (a tenant) uses its own adapter, class c adapter c "
+                        "(default: adapters drawn by --lora-skew)")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -359,7 +362,8 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "draft_model": "draft_model", "kv_offload_gb": "kv_offload_gb",
                  "lora_adapters": "lora_adapters", "lora_rank": "lora_rank",
                  "max_loras": "max_loras", "max_cpu_loras": "max_cpu_loras",
-                 "lora_skew": "lora_skew", "lora_targets": "lora_targets"}
+                 "lora_skew": "lora_skew", "lora_targets": "lora_targets",
+                 "lora_by_class": "lora_by_class"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}

@@ -44,8 +44,9 @@ side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, a
 prefix cache, copied back over each GPU's PCIe link (:mod:`..replica.cpu_tier`).
 ``lora_adapters`` (0: off) serves that many LoRA adapters of rank ``lora_rank`` on every replica,
 ``max_loras`` of them in HBM slots and ``max_cpu_loras`` (None: ``max_loras``) in host memory,
-each request's adapter its load's own or drawn by a popularity of Zipf exponent ``lora_skew``
-(0: uniform), on the modules ``lora_targets`` names (``all`` or ``attention``)
+each request's adapter its load's own, its SLO class's (``lora_by_class``: a tenant an adapter)
+or drawn by a popularity of Zipf exponent ``lora_skew`` (0: uniform), on the modules
+``lora_targets`` names (``all`` or ``attention``)
 (:mod:`..perf.lora`, :mod:`..replica.lora_slots`).
 """
 
@@ -130,6 +131,7 @@ class Design:
     max_cpu_loras: int | None = None
     lora_skew: float = 0.0
     lora_targets: str = "all"
+    lora_by_class: bool = False
 
     def __post_init__(self):
         model(self.model)
@@ -239,9 +241,11 @@ class Design:
             "lora_adapters", self.lora_adapters, 0, 1_000_000))
         lora = self.lora()           # refuses a bad rank, slot count or skew, naming it
         if lora is None and (self.lora_rank, self.max_loras, self.max_cpu_loras,
-                             self.lora_skew, self.lora_targets) != (16, 1, None, 0.0, "all"):
-            raise InputError("lora_rank, max_loras, max_cpu_loras, lora_skew and lora_targets "
-                             f"need lora_adapters >= 1, got lora_adapters {self.lora_adapters}")
+                             self.lora_skew, self.lora_targets, self.lora_by_class) != (
+                                 16, 1, None, 0.0, "all", False):
+            raise InputError("lora_rank, max_loras, max_cpu_loras, lora_skew, lora_targets and "
+                             "lora_by_class need lora_adapters >= 1, got lora_adapters "
+                             f"{self.lora_adapters}")
         if lora is not None and model(self.model).moe:
             raise InputError(f"lora_adapters: {self.lora_adapters} with {self.model}, a "
                              "mixture-of-experts model; LoRA is modelled on dense models only "
@@ -321,7 +325,8 @@ class Design:
         if not self.lora_adapters:
             return None
         return LoRA(self.lora_adapters, self.lora_rank, self.max_loras, self.max_cpu_loras,
-                    self.lora_skew, h2d_gb_s(self.gpu_of(self.roles()[0])), self.lora_targets)
+                    self.lora_skew, h2d_gb_s(self.gpu_of(self.roles()[0])), self.lora_targets,
+                    self.lora_by_class)
 
     def client(self) -> ClientPath:
         path = self.client_path

@@ -9,7 +9,8 @@ M slots in HBM (at most M distinct adapters in a batch) and ``max_cpu_loras`` C 
 host memory (at least M; vLLM's default M), least recently used dropped first. ``skew`` is the
 Zipf exponent of the adapters' popularity (0: uniform, vLLM's ``bench serve`` picks a module at
 random; S-LoRA's traces use a power law); ``targets`` the modules adapted (``all``, or
-``attention``: vLLM's ``target_modules`` of qkv_proj and o_proj, S-LoRA's adapters).
+``attention``: vLLM's ``target_modules`` of qkv_proj and o_proj, S-LoRA's adapters);
+``by_class``: each SLO class (a tenant) uses its own adapter, class c adapter c.
 
 **Bytes**: vLLM applies an adapter to every linear layer of a decoder layer (``qkv_proj``,
 ``o_proj``, ``gate_up_proj``, ``down_proj``), each slice an ``A`` (in x R) and a ``B``
@@ -73,6 +74,7 @@ class LoRA:
     skew: float = 0.0
     h2d_gb_s: float = 25.0
     targets: str = "all"
+    by_class: bool = False
 
     def __post_init__(self):
         check_int("lora_adapters", self.adapters, 1, MAX_ADAPTERS)
@@ -88,6 +90,8 @@ class LoRA:
                              f"({self.max_loras}), as vLLM requires")
         check_real("lora_skew", self.skew, 0.0, 10.0)
         check_real("h2d_gb_s", self.h2d_gb_s, 0.0, 10_000.0, low_open=True)
+        if not isinstance(self.by_class, bool):
+            raise InputError(f"lora_by_class: {self.by_class!r}; allowed: true or false")
         if self.targets not in LORA_TARGETS:
             raise InputError(f"lora_targets: {self.targets!r}; allowed: "
                              f"{', '.join(LORA_TARGETS)}")
@@ -182,10 +186,17 @@ def slots_tokens(perf, lora: LoRA) -> int:
 ADAPTER_META = "lora_adapter"
 
 
-def draw_adapters(n: int, lora: LoRA, seed: int, given=None) -> list[int]:
+def draw_adapters(n: int, lora: LoRA, seed: int, given=None, class_id=None) -> list[int]:
     """The adapter (0 to N - 1) each of ``n`` requests uses: ``given`` (a load's own, one a
-    request), or drawn from the run's seed: uniform, or Zipf with exponent ``lora.skew``
-    (adapter a drawn with weight (a + 1) ** -skew)."""
+    request), its SLO class's (``lora.by_class``: class c uses adapter c, a tenant its own), or
+    drawn from the run's seed: uniform, or Zipf with exponent ``lora.skew`` (adapter a drawn
+    with weight (a + 1) ** -skew)."""
+    if given is None and lora.by_class:
+        given = np.asarray(class_id if class_id is not None else np.zeros(n, np.int64))
+        if n and given.max() >= lora.adapters:
+            raise InputError(f"lora_by_class: the load has {int(given.max()) + 1} classes and "
+                             f"lora_adapters is {lora.adapters}; allowed: at least one adapter "
+                             "a class")
     if given is not None:
         given = np.asarray(given)
         if len(given) != n or (n and (given.min() < 0 or given.max() >= lora.adapters)):

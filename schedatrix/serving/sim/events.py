@@ -154,9 +154,9 @@ class Cluster:
         spec = next((p.spec for p in self.perfs.values() if getattr(p, "spec", None)), None)
         self.spec_draws = (AcceptanceDraws(policy.seed, spec.accept, spec.tokens)
                            if spec is not None and spec.on else None)
-        # the LoRA adapter each request uses (..perf.lora): its load's own, or drawn
-        self.adapter = (draw_adapters(n, cfg.lora, policy.seed, requests.meta.get(ADAPTER_META))
-                        if cfg.lora is not None else None)
+        # the LoRA adapter each request uses (..perf.lora): its load's, its class's, or drawn
+        self.adapter = (draw_adapters(n, cfg.lora, policy.seed, requests.meta.get(ADAPTER_META),
+                                      requests.class_id) if cfg.lora is not None else None)
         self.engines = [[engine_cls(self, r, plan.role, plan.kv_blocks)
                          for _ in range(plan.engines)]
                         for r, plan in enumerate(layout.replicas)]

@@ -27,11 +27,11 @@ from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
 from ..perf.catalog import gpu as gpu_of
 from ..perf.engines import ENGINES
-from ..published.fp8_gemm import DEEPGEMM_H800
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.kernels import efficiency, matmul_s
-from ..published.rows import PUBLISHED, Published
+from ..published.fp8_gemm import DEEPGEMM_H800
 from ..published.lora_rows import LORA_PUBLISHED
+from ..published.rows import PUBLISHED, Published
 from ..published.spec_rows import SPEC_PUBLISHED
 from ..sim.engine import simulate_fast
 from .lora_validation import is_lora, replay_lora
