@@ -243,3 +243,65 @@ def test_bad_values_in_python_name_the_knob():
         SchedulerConfig(lora=5)
     with pytest.raises(InputError, match="lora_adapters"):
         Design(lora_adapters=True)
+
+
+# -- a tenant its own adapter, and the placement question ------------------------------------------
+def _tenants(rate, count, tpot_s=0.03):
+    from schedatrix.serving.load.requests import SLOClass
+    from schedatrix.serving.load.workload import Load, Tenant
+
+    return Load(tenants=tuple(
+        Tenant(SLOClass(f"t{k}", 0.0, 0, 1.0, tpot_s), rate, input_len="lognormal:500,0.5",
+               output_len="lognormal:150,0.5") for k in range(count)))
+
+
+def test_by_class_each_tenant_uses_its_own_adapter():
+    from schedatrix.serving.load.workload import generate
+
+    req = generate(_tenants(2.0, 3), 0, 300)
+    lora = LoRA(3, by_class=True)
+    assert draw_adapters(len(req), lora, 0, class_id=req.class_id) == req.class_id.tolist()
+    assert sorted(set(req.class_id.tolist())) == [0, 1, 2]
+    with pytest.raises(InputError, match="lora_by_class: the load has 3 classes"):
+        draw_adapters(len(req), LoRA(2, by_class=True), 0, class_id=req.class_id)
+    run = simulate(req, Design(lora_adapters=3, max_loras=3, lora_by_class=True))
+    assert run.lora_loads[2] == 3                      # one adapter a tenant, each read once
+
+
+def test_adapters_of_one_base_model_are_cheaper_for_small_tenants_not_for_large_ones():
+    from schedatrix.serving.studies.adapters_or_models import adapters_or_models
+
+    small = adapters_or_models(_tenants(12.0, 2), Design(), max_loras=2, requests=1500)
+    assert [s.replicas for s in small.separate] == [2, 2] and small.shared.replicas == 3
+    assert small.cheaper == "adapters" and min(small.shared.attainment) >= 0.9
+    large = adapters_or_models(_tenants(20.0, 2), Design(), max_loras=2, requests=1500)
+    assert [s.replicas for s in large.separate] == [2, 2] and large.shared.replicas == 5
+    assert large.cheaper == "models"
+    assert large.separate_dollars_per_hour < large.shared.dollars_per_hour
+
+
+def test_the_shared_pool_pays_for_the_adapters_kernels_not_for_pooling():
+    # the same merged load on pooled replicas of the base model alone needs what the separate
+    # replicas need: the fifth replica is the adapters' cost (their kernels every step)
+    from schedatrix.serving.load.workload import generate
+    from schedatrix.serving.studies.adapters_or_models import _size
+
+    load = _tenants(20.0, 2)
+    merged = generate(load, 0, 1500)
+    pooled = _size(Design(), merged, (0, 1), 0.9)
+    assert pooled.replicas == 4
+    with_adapters = _size(Design(lora_adapters=2, max_loras=2, lora_by_class=True), merged,
+                          (0, 1), 0.9)
+    assert with_adapters.replicas == 5
+
+
+def test_the_placement_question_refuses_what_it_cannot_answer():
+    from schedatrix.serving.load.workload import Load
+    from schedatrix.serving.studies.adapters_or_models import adapters_or_models
+
+    with pytest.raises(InputError, match="tenants only"):
+        adapters_or_models(Load(rate_rps=2.0), Design())
+    with pytest.raises(InputError, match="serves adapters already"):
+        adapters_or_models(_tenants(1.0, 2), Design(lora_adapters=2))
+    with pytest.raises(InputError, match="attainment"):
+        adapters_or_models(_tenants(1.0, 2), Design(), attainment=1.5)
