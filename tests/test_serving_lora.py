@@ -186,6 +186,11 @@ def test_the_command_line_and_a_scenario_file_set_the_adapters(tmp_path, capsys)
     assert main(["serving", "run", *flags, "--lora-adapters", "8", "--max-loras", "4",
                  "--max-cpu-loras", "6", "--lora-rank", "32", "--lora-skew", "1"]) == 0
     assert "1 x TP1, 8 LoRA r32, 4 slots" in capsys.readouterr().out
+    assert main(["serving", "run", *flags, "--lora-adapters", "1", "--lora-by-class",
+                 "--lora-targets", "attention", "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)["designs"][0]
+    assert one["design"]["lora_by_class"] is True and one["lora"]["loads_disk"] == 1
+    assert one["design"]["lora_targets"] == "attention"
     f = tmp_path / "s.toml"
     f.write_text("[load]\nrate = 5\nrequests = 40\n\n[[designs]]\nlora_adapters = 3\n"
                  "max_loras = 2\nmax_cpu_loras = 3\n")
@@ -207,6 +212,8 @@ def test_the_command_line_and_a_scenario_file_set_the_adapters(tmp_path, capsys)
      ["max_cpu_loras", "at least max_loras (4)"]),
     (["--max-loras", "4"], ["need lora_adapters >= 1"]),
     (["--lora-adapters", "4", "--lora-skew", "-1"], ["--lora-skew", "from 0 to 10"]),
+    (["--lora-adapters", "4", "--lora-targets", "mlp"], ["--lora-targets", "'mlp'"]),
+    (["--lora-by-class"], ["need lora_adapters >= 1"]),
     (["--lora-adapters", "4", "--model", "mixtral-8x7b", "--gpu", "h100-80gb", "--tp", "2"],
      ["mixture-of-experts"]),
 ])
@@ -223,6 +230,8 @@ def test_bad_flag_values_are_one_line_exit_2(flags, words, capsys):
     ('lora_adapters = "many"', ["lora_adapters", "'many'"]),
     ("lora_adapters = 2\nlora_rank = 12", ["lora_rank", "12", "max_lora_rank"]),
     ("lora_adapters = 2\nmax_loras = 3\nmax_cpu_loras = 1", ["max_cpu_loras", "1"]),
+    ("lora_adapters = 2\nlora_targets = \"mlp\"", ["lora_targets", "'mlp'", "attention"]),
+    ("lora_adapters = 2\nlora_by_class = 1", ["lora_by_class", "true or false"]),
     ("lora_adapters = 2\nmax_loras = 4096\nlora_rank = 512",
      ["max_loras", "leave no KV cache"]),
 ])

@@ -144,8 +144,8 @@ def test_no_kind_leans_one_way(kind, summaries):
                          _report(summaries.values()))
 
 
-@pytest.mark.xfail(strict=True, reason="68% of the 153 tests in band today: the online TTFT "
-                   "rows of KNOWN_LEANS hold 30 of the 45 misses (issue 32, open)")
+@pytest.mark.xfail(strict=True, reason="67% of the 158 tests in band today: the online TTFT "
+                   "rows of KNOWN_LEANS hold 30 of the 52 misses, S-LoRA's 3 (issue 32, open)")
 def test_nine_in_ten_of_all_tests_are_in_band(summaries):
     every = [t for k in summaries.values() for t in k.tests]
     share = sum(t.within for t in every) / len(every)
