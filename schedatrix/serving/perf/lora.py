@@ -128,13 +128,17 @@ def adapter_bytes_per_gpu(shape, rank: int, tp: int = 1, layers: int | None = No
 
 class LoraKernels:
     """The batched LoRA kernels' seconds per iteration on one replica (``perf`` a
-    :class:`~.model.PerfModel`, or a wrapper of one that forwards its attributes)."""
+    :class:`~.model.PerfModel`, or a wrapper of one that forwards its attributes): every
+    layer's, as an iteration passes through every pipeline stage; ``adapter_bytes`` is one
+    adapter's bytes on a GPU (its stage's layers, its TP shard). The all-reduce a
+    row-parallel layer's shrink needs under TP is not counted."""
 
     def __init__(self, perf, rank: int, targets: str = "all"):
         self.rank = int(rank)
         self.eff, self.gpu = perf.eff, perf.gpu
         self.tp = int(getattr(perf, "tp", 1))
-        self.layers = perf.model.layers // int(getattr(perf, "pp", 1))
+        self.layers = perf.model.layers    # an iteration passes through every stage's layers
+        stage_layers = perf.model.layers // int(getattr(perf, "pp", 1))
         self._mods = _modules(perf.model, targets)
         # kernels launched from the host (no CUDA graph covers the iteration) take at least
         # the host's dispatch each, as the base model's do
@@ -143,7 +147,7 @@ class LoraKernels:
         host = getattr(perf, "host", None)
         self._dispatch_s = host.dispatch_s if host is not None else 0.0
         #: one adapter's bytes on each GPU
-        self.adapter_bytes = adapter_bytes_per_gpu(perf.model, rank, self.tp, self.layers,
+        self.adapter_bytes = adapter_bytes_per_gpu(perf.model, rank, self.tp, stage_layers,
                                                    targets=targets)
         self._memo: dict[tuple[int, int], float] = {}
 
