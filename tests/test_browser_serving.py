@@ -359,7 +359,8 @@ def test_fault_lesson_in_jupyterlab(browser, lab):
 def test_lessons_10_and_12_run_in_jupyterlab(browser, lab, request):
     lesson = request.node.callspec.params["lab"]
     stem = lesson.name[:2]
-    last = {"10": "shed and preempted: in the three runs", "12": "no distributed design is needed"}[stem]
+    last = {"10": "shed and preempted: in the three runs",
+            "12": "no distributed design is needed"}[stem]
     base, token = lab
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})

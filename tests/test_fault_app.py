@@ -10,7 +10,7 @@ from schedatrix.course.apps.fault_app import (
     FAULT_LOAD,
     FaultApp,
     fault_study,
-    reload_s,
+    restart_s,
 )
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design
@@ -32,11 +32,12 @@ def test_knobs_redraw_the_plan_and_wait_for_the_button(app):
     app.knobs["at_s"].value = 60
     assert app.redraws == before + 1 and app.study is None and app.progress.value == 0
     assert app.fault() == Fault("worker", 1, 60.0, 30.0)
-    back = 60 + 30 + reload_s(FAULT_DESIGN, Resilience())
+    took = restart_s(FAULT_DESIGN, Resilience())
+    back = 60 + 30 + took
     assert app.text("plan") == (
         f"Replica 1 crashes at 60 s; the router notices at 65 s (health checks every 5 s) and "
         f"retries the lost requests on the 2 replicas left; back at {back:.1f} s (30 s down "
-        f"plus 3.2 s loading weights).")
+        f"plus {took:.1f} s restarting).")
 
 
 def test_the_run_is_the_library_fault_study(app):

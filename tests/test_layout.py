@@ -27,8 +27,8 @@ ALLOWED = {
 #: and the wing's loose modules named ``below``), and its loose modules. A loose module that is
 #: neither below the rooms nor ``__init__`` sits on top of them all (``cli``, ``grading``).
 ROOMED = {
-    "serving": {"rooms": ("load", "perf", "published", "replica", "cluster", "figures", "sim", "intake",
-                          "studies", "scenarios", "reports", "sweeps", "live"),
+    "serving": {"rooms": ("load", "perf", "published", "replica", "cluster", "figures", "sim",
+                          "intake", "studies", "scenarios", "reports", "sweeps", "live"),
                 "loose": {"__init__", "numbers", "cli"}, "below": {"numbers"}},
     "course": {"rooms": ("figures", "drills", "apps"),
                "loose": {"__init__", "live", "progress"}, "below": {"live", "progress"}},

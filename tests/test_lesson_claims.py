@@ -682,3 +682,148 @@ def test_the_systems_are_named_where_their_ideas_appear_and_referenced():
     for lesson in ("09", "10", "13"):
         text = prose(lesson)
         assert "## What this model leaves out" in text and "(../docs/further-reading.md)" in text
+
+
+# ---------------------------------------------------------------------------- 11
+
+
+@cache
+def _crash_11(seed: int, fault: str = "worker:0@120+30", replicas: int = 3,
+              health_check_s: float = 5.0, restart=None):
+    """Lesson 11's fleet and load on one seed, without and with one fault: its figures."""
+    from schedatrix.course.apps.fault_app import FAULT_DESIGN, FAULT_LOAD, fault_study
+    from schedatrix.serving.cluster.faults import Resilience, parse_fault
+    from schedatrix.serving.cluster.restart import RestartCosts
+    from schedatrix.serving.load import generate
+    res = Resilience(health_check_s=health_check_s, restart=restart or RestartCosts())
+    return fault_study(generate(FAULT_LOAD, seed, duration_s=300),
+                       FAULT_DESIGN.with_(replicas=replicas), parse_fault(fault), res).figures
+
+
+def test_11_detection_sets_the_damage_and_past_10_s_the_recovery():
+    """Over checks of 1 to 45 s the damage grows with the delay; the recovery holds at 20 s up
+    to 10 s and waits for detection from 15 s on (where the generalisation stops holding)."""
+    says("11", "The health-check delay sets the damage (retries, goodput lost), over checks of "
+               "1 to 45 s")
+    checks = (1.0, 5.0, 10.0, 15.0, 30.0, 45.0)
+    figs = [_crash_11(0, health_check_s=c) for c in checks]
+    assert [f.retried for f in figs] == sorted(f.retried for f in figs)
+    assert [f.goodput_lost for f in figs] == sorted(f.goodput_lost for f in figs)
+    assert figs[0].goodput_lost < figs[-1].goodput_lost / 50
+    says("11", "Every request the router sends to a dead replica before it notices is one more "
+               "to retry")
+    assert len({f.retried for f in figs}) == len(checks)
+    says("11", "Checked every 1, 5 or 10 s it does not move the recovery time (20 s); from 15 s "
+               "on the recovery waits for detection")
+    assert [f.recovery_s for f in figs] == [20, 20, 20, 40, 60, 100]
+    assert all(f.recovery_s >= c for f, c in zip(figs, checks, strict=True))
+
+
+def test_11_the_replicas_left_not_the_return_set_the_recovery():
+    says("11", "Recovery time measures the figures, not the replica")
+    by_down = {d: _crash_11(0, f"worker:0@120+{d}") for d in (5, 90)}
+    assert by_down[5].until_s < by_down[90].until_s - 80
+    assert by_down[5].recovery_s == by_down[90].recovery_s == 20
+    says("11", "A short recovery comes from spare capacity; without it, from a quick restart")
+    from schedatrix.serving.cluster.restart import RestartCosts
+    quick, slow = RestartCosts.weights_only(5.0), RestartCosts(weights_from="network")
+    for seed in (1, 3):     # the seeds where the two replicas left fall behind
+        three = [_crash_11(seed, "worker:0@120+5", restart=r).recovery_s for r in (quick, slow)]
+        four = [_crash_11(seed, "worker:0@120+5", 4, restart=r).recovery_s for r in (quick, slow)]
+        assert three[0] == 10 < 90 <= three[1]
+        assert four == [10, 10]
+    says("11", "On seeds 1 and 3 the two replicas left do not catch up on their own, and the "
+               "recovery ends near the replica's return")
+    for seed in (1, 3):
+        f = _crash_11(seed, "worker:0@120+5", restart=slow)
+        assert abs((f.until_s - 120) - f.recovery_s) <= 10
+
+
+def test_11_what_the_model_leaves_out_moves_the_way_it_says():
+    """A longer restart: more failures in a node failure, a longer recovery on three replicas
+    where the two left fall behind, the same 10 s on four; a quicker detection: less damage."""
+    from schedatrix.serving.cluster.restart import RestartCosts
+    says("11", "A longer restart lengthens the recovery on three replicas where the two left "
+               "fall behind (section 4 moved it from 10 to 100 s over restarts of 3.2 to 90.2 "
+               "s), and it makes a node failure fail more requests; with a fourth replica the "
+               "10 s held over every restart tried")
+    short, cold = RestartCosts.weights_only(5.0), RestartCosts(weights_from="network",
+                                                               compile_s=85.0)
+    node = [_crash_11(0, "node:0@120+30", restart=r).failed for r in (short, cold)]
+    assert 0 < node[0] < node[1]
+    never = float("inf")      # a recovery the run never reached: longer than any
+    assert (_crash_11(3, restart=cold).recovery_s or never) > _crash_11(3, restart=short).recovery_s
+    assert _crash_11(3, replicas=4, restart=cold).recovery_s == 10
+    says("11", "A real router also notices a dead replica from its failed connections, often "
+               "sooner: the damage of section 3 would shrink, and the recovery with it past 10 s")
+    assert _crash_11(0, health_check_s=1.0).goodput_lost < _crash_11(0).goodput_lost
+    quick, slow = (_crash_11(0, health_check_s=c).recovery_s for c in (10.0, 15.0))
+    assert quick < slow
+
+
+# ---------------------------------------------------------------------------- 12
+
+
+@cache
+def _accepted_12(name: str, replicas: int | None = None, restart=None, faults=None,
+                 runs: int = 3):
+    """Lesson 12's example on one of its designs (section 1's three seeds), accepted under its
+    faults (or ``faults``) with its restart (or ``restart``)."""
+    import dataclasses
+
+    from schedatrix.serving.scenarios.scenario import load_scenario
+    from schedatrix.serving.studies.accept import accept
+    sc = load_scenario(NOTEBOOKS.parent / "schedatrix" / "examples" / "serving-accept.toml")
+    design = next(d for d in sc.designs if d.name == name)
+    if replicas is not None:
+        design = design.with_(replicas=replicas, name=f"{replicas} x TP1")
+    res = sc.resilience if restart is None else dataclasses.replace(sc.resilience,
+                                                                    restart=restart)
+    [a] = accept([design], sc.make_requests(), sc.faults if faults is None else faults, runs,
+                 sc.seed, sc.criteria, sc.fault_criteria, res)
+    return a
+
+
+def test_12_spare_capacity_shortens_the_recovery():
+    says("12", "Recovery shortens as replicas are added (2, 3, 4 x TP1: never, 60 to 100 s, 10 to "
+               "40 s): a fourth replica is spare capacity")
+    crash = {n: [_accepted_12("3 x TP1", n).recovery(k)[0] for k in range(3)] for n in (2, 3, 4)}
+    assert crash[2] == [None] * 3
+    assert min(crash[3]) > max(crash[4]) and (min(crash[3]), max(crash[3])) == (60, 100)
+    says("12", "one replica carries the whole load for the 96 s the other is away")
+    assert _accepted_12("3 x TP1", 2).fault_decision.met == 0
+
+
+def test_12_the_restart_moves_the_verdict():
+    """The run of "What this model leaves out": the restart changed, nothing else."""
+    from schedatrix.serving.cluster.restart import RestartCosts
+    says("12", "on section 1's seeds 3 x TP1 meets in 3 of 3 faulted runs when a restart is the "
+               "weights alone at 5 GB/s, and in 1 of 3 with a whole restart from local disk or "
+               "over the network")
+    met = [_accepted_12("3 x TP1", restart=r).fault_decision.met
+           for r in (RestartCosts.weights_only(5.0), None, RestartCosts(weights_from="network"))]
+    assert met == [3, 1, 1]
+    says("12", "A whole restart keeps a replica away about a minute and a half here (30 s down, "
+               "66.1 s restarting): a design must carry the load without it that long (3 x TP1 "
+               "met in 3 of 3 faulted runs with a 3.2 s restart, 1 of 3 with a 66.1 s one)")
+    says("12", "A cold restart on a new node (no page cache, a cold compile of 85 s: 167.7 s) "
+               "moves it further: 3 x TP1 is refused (0 of 3), and 4 x TP1 too meets in only 1 "
+               "of 3, its crashed replica back at 317.7 s, after the planned restart at 240 s")
+    from schedatrix.course.apps.fault_app import restart_s
+    from schedatrix.serving.cluster.faults import Resilience
+    cold = RestartCosts(weights_from="network", compile_s=85.0)
+    four = _accepted_12("4 x TP1", restart=cold)
+    took = restart_s(four.design, Resilience(restart=cold))
+    assert round(took, 1) == 167.7 and round(120 + 30 + took, 1) == 317.7 > 240
+    assert _accepted_12("3 x TP1", restart=cold).status == "fail"
+    assert _accepted_12("3 x TP1", restart=cold).fault_decision.met == 0
+    assert four.fault_decision.met == 1 and _accepted_12("4 x TP1").fault_decision.met == 3
+
+
+def test_12_a_node_failure_would_be_harsher():
+    from schedatrix.serving.cluster.faults import parse_fault
+    says("12", "the node failure of lesson 11 (every replica here shares one node) are not in the "
+               "schedule, and would make it harsher")
+    node = (parse_fault("node:0@120+30"),)
+    a = _accepted_12("4 x TP1", faults=node, runs=1)
+    assert a.fault_misses(0) and not _accepted_12("4 x TP1").fault_misses(0)

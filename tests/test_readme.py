@@ -20,9 +20,11 @@ README = (ROOT / "README.md").read_text()
 #: needs a class's submissions). The serving examples replay the packaged hour (issue 19: they
 #: named a trace a clone lacks).
 FROM_A_CLONE = ("month", "presets", "odds", "examples", "audit", "drills", "serving")
-#: ... but for these, which run a server or need one (tests/test_serving_emulate.py and
-#: tests/test_serving_bench.py run them against a server of their own)
-NEEDS_A_SERVER = (["serving", "emulate"], ["serving", "bench"])
+#: ... but for these, which run a server or need one, or read what a bench of one wrote
+#: (tests/test_serving_emulate.py, test_serving_bench.py, test_serving_measured.py and
+#: test_serving_calibrate.py run them against a server, or on results, of their own)
+NEEDS_A_SERVER = (["serving", "emulate"], ["serving", "bench"], ["serving", "measured"],
+                  ["serving", "calibrate"])
 #: The folder the README's `schedatrix examples` line writes, which its later commands read.
 COPIED = "examples"
 

@@ -17,7 +17,7 @@ from schedatrix.cli import main
 from schedatrix.course.drills import serving as sd
 from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
-from schedatrix.serving.cluster.faults import Resilience
+from schedatrix.serving.cluster.restart import RestartCosts
 from schedatrix.serving.figures.record import COMPLETED
 from schedatrix.serving.load.requests import Requests
 from schedatrix.serving.perf.catalog import GPUS, MODELS
@@ -275,12 +275,17 @@ def _check_kv_move(q, model, gpu, _tp):
 
 
 def _check_recovery(q, model, gpu, tp):
-    down = _num(r"back (\d+) s after the crash", q.prompt, int)
-    rate = _num(r"at ([\d.]+) GB/s", q.prompt)
+    down = _num(r"restarted (\d+) s after the crash", q.prompt, int)
+    source = re.search(r"from (page-cache|disk|network) at", q.prompt).group(1)
     per_gpu = PerfModel(model, gpu, tp=tp).weights_bytes_per_gpu
-    assert q.answer == pytest.approx(down + per_gpu / (Resilience(weight_load_gb_s=rate)
-                                                       .weight_load_gb_s * 1e9))
+    restart = RestartCosts(weights_from=source)
+    assert q.answer == pytest.approx(down + restart.total_s(per_gpu))
     assert f"({per_gpu / 1e9:,.2f} GB)" in q.prompt
+    # and from the printed figures alone
+    fixed = sum(_num(rf"{name} \(([\d.]+) s\)", q.prompt)
+                for name in ("starts", "compile", "capture", "warm-up"))
+    rate = _num(r"at ([\d.]+) GB/s", q.prompt)
+    assert q.answer == pytest.approx(down + fixed + per_gpu / (rate * 1e9), rel=1e-3)
 
 
 SYSTEM_CHECKS = {"mg1_wait": _check_mg1, "littles_law": _check_little,

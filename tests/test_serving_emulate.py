@@ -203,7 +203,8 @@ def test_metrics_parse_with_prometheus_client_under_vllms_names(emu):
              "vllm:prompt_tokens": "counter", "vllm:generation_tokens": "counter",
              "vllm:time_to_first_token_seconds": "histogram",
              "vllm:inter_token_latency_seconds": "histogram",
-             "vllm:e2e_request_latency_seconds": "histogram"}
+             "vllm:e2e_request_latency_seconds": "histogram",
+             "vllm:prefix_cache_queries": "counter", "vllm:prefix_cache_hits": "counter"}
     for name, kind in kinds.items():
         assert fams[name].type == kind, name
     assert {s.labels["model_name"] for s in fams["vllm:num_requests_running"].samples} == {MODEL}
@@ -216,6 +217,29 @@ def test_metrics_parse_with_prometheus_client_under_vllms_names(emu):
     assert grew("vllm:inter_token_latency_seconds_count") == 4 + 5 + 6
     assert grew("vllm:e2e_request_latency_seconds_count") == 3
     assert sums["vllm:num_requests_running"] == 0 and sums["vllm:num_requests_waiting"] == 0
+
+
+def test_prefix_cache_counters_count_tokens_looked_up_and_found_as_vllm_v1_does():
+    """vLLM V1's vllm:prefix_cache_queries (prompt tokens looked up) and
+    vllm:prefix_cache_hits (tokens found cached), parsed by prometheus_client's parser."""
+    with emulator("--prefix-block-tokens", "16", "--speed", "4") as emu:
+        client = openai.OpenAI(base_url=emu.url + "/v1", api_key="none", max_retries=0)
+        before = _scrape(emu.url)["sums"]
+        assert before["vllm:prefix_cache_queries_total"] == 0
+        prompt = list(range(1000, 1200))                   # 200 tokens: 12 whole blocks
+        client.completions.create(model=MODEL, prompt=prompt, max_tokens=3)
+        one = _scrape(emu.url)["sums"]
+        client.completions.create(model=MODEL, prompt=prompt, max_tokens=3)
+        client.completions.create(model=MODEL, prompt=list(range(2000, 2100)), max_tokens=3)
+        after = _scrape(emu.url)
+    assert one["vllm:prefix_cache_queries_total"] == 200
+    assert one["vllm:prefix_cache_hits_total"] == 0          # the first finds nothing
+    sums = after["sums"]
+    assert sums["vllm:prefix_cache_queries_total"] == 200 + 200 + 100
+    # the second finds its 12 blocks (the last prompt token is always computed: (200-1)//16)
+    assert sums["vllm:prefix_cache_hits_total"] == 12 * 16
+    fam = after["families"]["vllm:prefix_cache_hits"]
+    assert fam.type == "counter" and fam.samples[0].labels["model_name"] == MODEL
 
 
 def test_metrics_show_requests_running_and_kv_in_use_while_they_run(emu):

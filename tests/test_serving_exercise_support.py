@@ -73,7 +73,7 @@ def test_recovery_from_a_plain_series_is_recovery_time():
 def test_paired_recovery_from_plain_windows_is_the_faults_recovery():
     """Exercise 11's windows (paired_series less its verdicts) give, through
     paired_recovery_from_series, the recovery fault_figures reads against the baseline."""
-    from schedatrix.classroom.checking.checks_serving import RECOVERY_KEYS, paired_windows
+    from schedatrix.classroom.checking.checks_recovery import RECOVERY_KEYS, paired_windows
     from schedatrix.serving.figures.recovery import (
         fault_figures,
         paired_recovery,

@@ -874,7 +874,7 @@ def test_lessons_label_synthetic_results():
     assert printed("07", "the trace is synthetic?").split()[4] == "True"
 
 
-@pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12", "13"])
+@pytest.mark.parametrize("lesson", ["07", "08", "09", "10", "11", "12", "13", "14"])
 def test_every_serving_lesson_ends_with_a_summary_and_its_new_terms(lesson):
     text = prose(lesson)
     assert "## Summary" in text and "**New terms:**" in text
@@ -1162,7 +1162,7 @@ def crash_study():
 
 
 def test_11_the_crash():
-    from schedatrix.course.apps.fault_app import FAULT_DESIGN, FAULT_LOAD, reload_s
+    from schedatrix.course.apps.fault_app import FAULT_DESIGN, FAULT_LOAD, restart_s
     from schedatrix.serving.cluster.faults import Resilience
     says("11", "three replicas of Llama 3.1 8B on A100s behind a least-work router, serving a "
                "chat service (one class: TTFT at most 1 s, TPOT at most 60 ms) at 8 requests/s "
@@ -1171,19 +1171,24 @@ def test_11_the_crash():
         3, "least-work", 8.0)
     (c,) = FAULT_LOAD.classes
     assert (c.ttft_s, c.tpot_s) == (1.0, 0.06)
-    says("11", "the replica reloads its 16 GB of weights (at 5 GB/s)")
+    says("11", "each GPU reads its share of the weights (16.1 GB here, from local disk at 2 "
+               "GB/s), the model is compiled, its CUDA graphs are captured and the engine warms "
+               "up, 66.1 s in all")
     r = Resilience()
-    assert (r.health_check_s, r.weight_load_gb_s, r.retry_budget) == (5.0, 5.0, 3)
-    assert round(reload_s(FAULT_DESIGN, r), 1) == 3.2
+    assert (r.health_check_s, r.restart.weights_from, r.restart.load_gb_s, r.retry_budget) == (
+        5.0, "disk", 2.0, 3)
+    assert round(FAULT_DESIGN.perf().weights_bytes_per_gpu / 1e9, 1) == 16.1
+    assert round(restart_s(FAULT_DESIGN, r), 1) == 66.1
     s = crash_study()
     f = s.figures
     says("11", "Nothing is lost: 42 requests were retried and all of them completed; 49 "
                "requests that met their SLOs without the fault did not with it")
     assert (f.lost, f.retried, f.failed, f.goodput_lost) == (0, 42, 0, 49)
     assert (s.run.status == COMPLETED).all()
-    says("11", "The p95 TTFT of requests arriving during the fault is 4.46 s, against 291 ms "
-               "before")
-    assert (round(f.ttft_p95_during, 2), round(f.pre_ttft_p95 * 1000)) == (4.46, 291)
+    says("11", "The p95 TTFT of requests arriving during the fault (from the crash until the "
+               "replica is back, 96 s) is 1.20 s, against 291 ms before")
+    assert (round(f.ttft_p95_during, 2), round(f.pre_ttft_p95 * 1000)) == (1.20, 291)
+    assert round(f.until_s - 120) == 96
     says("11", "The spike in the plot is the fault's first window")
     starts, p95, goodput = s.series
     w = list(starts).index(120.0)      # the plot's windows start on the fault
@@ -1191,9 +1196,9 @@ def test_11_the_crash():
     says("11", "The p95 TTFT is out of the margin once more in the window from 130 to 140 s: "
                "365 ms, against 263 ms for the same arrivals without the fault. From 140 s the "
                "p95 TTFT and the goodput stay within 25% of the run without the fault, so the "
-               "recovery time is 20 s: shorter than the 30 s the replica was down (it returned "
-               "at 153.2 s)")
-    assert round(f.until_s, 1) == 153.2 and f.recovery_s == 20 and f.paired
+               "recovery time is 20 s: far shorter than the 96 s the replica was away (it "
+               "returned at 216.1 s)")
+    assert round(f.until_s, 1) == 216.1 and f.recovery_s == 20 and f.paired
     windows = crash_windows()
     assert [w["within_margin"] for w in windows[:7]] == [False, False, True, True, True, True,
                                                           True]
@@ -1240,28 +1245,27 @@ def test_11_the_noise_floor_beside_a_real_fault():
     floor = {k: int(r[1]) for k, r in rows.items()}
     none_old, none_paired = ({k: int(r[i]) for k, r in rows.items()} for i in (3, 5))
     crash_old, crash_paired = ({k: int(r[i]) for k, r in rows.items()} for i in (9, 11))
+    lost = {k: int(r[13]) for k, r in rows.items()}
     says("11", "The do-nothing fault reads 0 s against the run without it on every seed, with "
                "no goodput lost: no measurable damage. By the older rule it reads 0, 30, 0, 0 "
                "and 0 s: exactly the noise floor")
     assert set(none_paired.values()) == {0} and {r[7] for r in rows.values()} == {"0"}
     assert {r[8] for r in rows.values()} == {"none"}
     assert list(none_old.values()) == list(floor.values()) == [0, 30, 0, 0, 0]
-    says("11", "on seed 1 the older rule reads the crash as 30 s, the floor itself, where "
-               "against the same arrivals without it the crash recovers in 20 s")
-    assert (crash_old[1], floor[1], crash_paired[1]) == (30, 30, 20)
-    says("11", "on seed 2 it reads 10 s for a crash that takes 30 s against the run without "
-               "it, on seed 3 60 s for one that takes 30 s")
-    assert (crash_old[2], crash_paired[2], crash_old[3], crash_paired[3]) == (10, 30, 60, 30)
-    says("11", "Against the run without it the crash reads 10 to 30 s on every seed; on seed 1 "
-               "that is within the floor, and the verdict still reads damage: the crash cost 67 "
-               "requests their SLOs")
-    assert (min(crash_paired.values()), max(crash_paired.values())) == (10, 30)
-    assert [k for k in rows if crash_paired[k] <= floor[k]] == [1]
-    assert rows[1][13:15] == ["67", "damage"] and {r[14] for r in rows.values()} == {"damage"}
-    # section 4's "20 s too short or 30 s too long": seeds 2 and 3
-    says("11", "on other seeds the older rule reads the same crash 20 s too short or 30 s too "
-               "long")
-    assert (crash_paired[2] - crash_old[2], crash_old[3] - crash_paired[3]) == (20, 30)
+    says("11", "Against the run without it the crash reads 20 to 100 s, and the older rule is "
+               "off on seed 2: it reads 10 s for a crash that takes 30 s against the run "
+               "without it")
+    assert (min(crash_paired.values()), max(crash_paired.values())) == (20, 100)
+    assert [k for k in rows if crash_old[k] != crash_paired[k]] == [2]
+    assert (crash_old[2], crash_paired[2]) == (10, 30)
+    says("11", "On every seed the verdict reads damage: the crash cost 49 to 94 requests their "
+               "SLOs. Why 90 s and 100 s on seeds 1 and 3?")
+    assert {r[14] for r in rows.values()} == {"damage"}
+    assert (min(lost.values()), max(lost.values())) == (49, 94)
+    assert (crash_paired[1], crash_paired[3]) == (90, 100)
+    says("11", "Section 2 showed it need not: on seed 2 the older rule reads the same crash 20 s "
+               "too short")
+    assert crash_paired[2] - crash_old[2] == 20
     says("11", "what it reads on the run without the fault, the noise floor, was up to 30 s "
                "here (five seeds)")
     assert max(floor.values()) == 30
@@ -1270,19 +1274,23 @@ def test_11_the_noise_floor_beside_a_real_fault():
 def test_11_detection_and_recovery():
     rows = {line.split()[0]: line.split() for line in printed(
         "11", "for check_s in").splitlines()[1:]}
-    assert list(rows) == ["1", "5", "15", "30", "45"]
+    assert list(rows) == ["1", "5", "10", "15", "30", "45"]
     says("11", "checking every second, 10 requests are retried and 5 lose their SLO; every 15 "
-               "s, 126 and 231, with a p95 TTFT of 14.49 s during the fault")
-    assert rows["1"][2:5] == ["10", "0", "5"] and rows["15"][2:6] == ["126", "0", "231", "14.49"]
-    says("11", "Checked every 1 s or 5 s the recovery time is 20 s in both: there the health "
-               "check moves the damage, not the recovery time")
-    assert [rows[k][-2] for k in ("1", "5")] == ["20"] * 2
-    assert len({rows[k][2] for k in ("1", "5")}) == 2
-    says("11", "Checked every 15, 30 or 45 s, the recovery moves too, to 40 s, 50 s and 60 s: "
-               "the router notices the crash only at 135 s, 150 s or 165 s, and until the "
+               "s, 126 and 231; every 45 s, 398 and 663")
+    assert rows["1"][2:5] == ["10", "0", "5"] and rows["15"][2:5] == ["126", "0", "231"]
+    assert rows["45"][2:5] == ["398", "0", "663"]
+    retried = [int(rows[k][2]) for k in rows]
+    lost = [int(rows[k][4].replace(",", "")) for k in rows]
+    assert retried == sorted(retried) and lost == sorted(lost)
+    says("11", "Checked every 1, 5 or 10 s the recovery time is 20 s in all three: there the "
+               "health check moves the damage, not the recovery time")
+    assert [rows[k][-2] for k in ("1", "5", "10")] == ["20"] * 3
+    assert len({rows[k][2] for k in ("1", "5", "10")}) == 3
+    says("11", "From 15 s on the recovery moves too, to 40 s, 60 s and 100 s at 15, 30 and 45 "
+               "s: the router notices the crash only at 135 s, 150 s or 165 s, and until the "
                "requests it sent the dead replica are retried, and the queue they leave is "
                "worked off, no window is within the margin")
-    assert (rows["15"][-2], rows["30"][-2], rows["45"][-2]) == ("40", "50", "60")
+    assert (rows["15"][-2], rows["30"][-2], rows["45"][-2]) == ("40", "60", "100")
     from schedatrix.course.apps.fault_app import FAULT_DESIGN, fault_study
     from schedatrix.serving.cluster.faults import Resilience, parse_fault
     from schedatrix.serving.figures.recovery import paired_series
@@ -1293,10 +1301,9 @@ def test_11_detection_and_recovery():
         windows = paired_series(slow.run, slow.baseline, 120.0)
         assert not any(w["within_margin"] for w in windows
                        if 120 + w["since_fault_s"] < noticed)
-        # the retried requests wait for the check: their TTFTs start at the check's delay
-        assert check - 1 < slow.figures.ttft_p95_during < check
-    says("11", "Checked every 1 or 5 s, it does not move the recovery time; every 15, 30 or 45 "
-               "s, the recovery waits for detection")
+    says("11", "over checks of 1 to 45 s. Checked every 1, 5 or 10 s it does not move the "
+               "recovery time (20 s); from 15 s on the recovery waits for detection: 40, 60 and "
+               "100 s at 15, 30 and 45 s")
 
 
 def downtime_rows() -> dict[int, list[str]]:
@@ -1322,33 +1329,25 @@ def test_11_what_sets_the_recovery_time():
     old = {d: int(r[6]) for d, r in rows.items()}
     base = [int(v) for v in next(line for line in text.splitlines()
                                  if "without the fault |" in line).split("|")[1].split()]
-    says("11", "Down 5 s, the fleet recovers in 10 s: only the fault's own window is out of the "
-               "margin. Down 10 s or longer, it recovers in 20 s, however long the replica stays "
-               "away (of those tried, up to 90 s): down 30, 60 or 90 s, the fleet counts as "
-               "recovered at 140 s, long before the replica is back (153.2 s, 183.2 s and "
-               "213.2 s)")
-    assert recovery == {5: 10, 10: 20, 20: 20, 30: 20, 60: 20, 90: 20}
-    assert [_window(rows, 5, t)[1] for t in (120, 130, 140, 150, 160, 170)] == \
-        [True] + [False] * 5
-    assert [rows[d][2] for d in (30, 60, 90)] == ["153.2", "183.2", "213.2"]
-    assert [120 + recovery[d] for d in (30, 60, 90)] == [140] * 3
-    says("11", "The one from 130 s, in every run whose replica is still away then: 365 to 376 "
-               "ms, against 263 ms for the same arrivals without the fault")
-    for d in (10, 20, 30, 60, 90):
-        assert float(rows[d][2]) > 130
+    says("11", "Down 5 s or 90 s, or anything between, the fleet recovers in 20 s on this seed: "
+               "the fault's own window and the one from 130 s are out of the margin, and from "
+               "140 s every window is within it, long before the replica is back (at 191.1 s "
+               "to 276.1 s, its 66.1 s restart included)")
+    assert set(recovery.values()) == {20}
+    for d in rows:
         assert [_window(rows, d, t)[1] for t in (120, 130, 140, 150, 160, 170)] == \
             [True, True] + [False] * 4
-    assert sorted({_window(rows, d, 130)[0] for d in (10, 20, 30, 60, 90)}) == [365, 376]
-    assert base[1] == 263
+    assert (rows[5][2], rows[90][2]) == ("191.1", "276.1")
+    assert all(float(rows[d][2]) == pytest.approx(120 + d + 66.1, abs=0.05) for d in rows)
+    says("11", "The one from 130 s, in every run: 365 ms, against 263 ms for the same arrivals "
+               "without the fault")
+    assert {_window(rows, d, 130)[0] for d in rows} == {365} and base[1] == 263
     says("11", "from 130 s to 150 s 195 requests arrive, against 160 at the mean rate")
     assert "arrivals in those windows: 72 93 102 77 81 79 (at the mean rate: 80)" in text
     assert 93 + 102 == 195
-    says("11", "Back at 128.2 s (down 5 s), the third replica takes its share and the window is "
-               "262 ms")
-    assert rows[5][2] == "128.2" and _window(rows, 5, 130) == (262, False)
-    says("11", "the window from 150 s, still in the busy stretch, is 301 to 325 ms against 279 "
-               "ms, inside the margin")
-    assert sorted({_window(rows, d, 150)[0] for d in (10, 20, 30, 60, 90)}) == [301, 305, 325]
+    says("11", "the window from 150 s, still in the busy stretch, is 325 ms against 279 ms, "
+               "inside the margin")
+    assert {_window(rows, d, 150)[0] for d in rows} == {325}
     assert base[3] == 279 and 325 <= 1.25 * 279
     says("11", "a fourth replica in the fleet, so that three are left after the crash, "
                "every window after the fault's first passes and the recovery time is 10 s for "
@@ -1360,10 +1359,55 @@ def test_11_what_sets_the_recovery_time():
     assert old == recovery
     f = crash_study().figures
     assert round(f.pre_ttft_p95 * 1000) == 291 and round(1.25 * f.pre_ttft_p95 * 1000) == 363
-    assert all(_window(rows, d, 130)[0] > 1.25 * f.pre_ttft_p95 * 1000
-               for d in (10, 20, 30, 60, 90))
-    says("11", "Past a point (10 s of downtime here, of those tried up to 90 s) the downtime no "
-               "longer moves it")
+    assert all(_window(rows, d, 130)[0] > 1.25 * f.pre_ttft_p95 * 1000 for d in rows)
+
+
+def restart_rows() -> dict[str, tuple[float, list[int], int, list[int]]]:
+    """The restart table: name -> (seconds, recovery on 3 replicas by seed, SLO lost, on 4)."""
+    text = printed("11", "restarts = {")
+    rows = {}
+    for line in text.splitlines()[2:]:
+        name, rest = line[:33].strip(), line[33:].split("|")
+        three = rest[1].split()
+        rows[name] = (float(rest[0].split()[0]), [int(x) for x in three[:5]], int(three[5]),
+                      [int(x) for x in rest[2].split()])
+    return rows
+
+
+def test_11_what_the_restart_s_length_does():
+    rows = restart_rows()
+    assert list(rows) == ["the weights alone, at 5 GB/s", "the weights alone, at 0.5 GB/s",
+                          "whole, weights in the page cache", "whole, weights from local disk",
+                          "whole, weights over the network"]
+    took = {k: r[0] for k, r in rows.items()}
+    three = {k: r[1] for k, r in rows.items()}
+    says("11", "With the weights alone at 5 GB/s the replica is back 8.2 s after the crash and "
+               "every seed recovers in 10 s: only the fault's own window fails")
+    assert 5 + took["the weights alone, at 5 GB/s"] == pytest.approx(8.2)
+    assert three["the weights alone, at 5 GB/s"] == [10] * 5
+    says("11", "with the weights alone at 0.5 GB/s (32.1 s) it is 10 to 40 s; with the whole "
+               "restart, 20 to 70 s from the page cache or local disk (61.3 s and 66.1 s) and "
+               "20 to 100 s over the network (90.2 s)")
+    assert took["the weights alone, at 0.5 GB/s"] == 32.1
+    assert (min(three["the weights alone, at 0.5 GB/s"]),
+            max(three["the weights alone, at 0.5 GB/s"])) == (10, 40)
+    for k in ("whole, weights in the page cache", "whole, weights from local disk"):
+        assert (min(three[k]), max(three[k])) == (20, 70)
+    assert (took["whole, weights in the page cache"], took["whole, weights from local disk"],
+            took["whole, weights over the network"]) == (61.3, 66.1, 90.2)
+    assert (min(three["whole, weights over the network"]),
+            max(three["whole, weights over the network"])) == (20, 100)
+    says("11", "On seeds 1 and 3 the two replicas left do not catch up on their own, and the "
+               "recovery ends near the replica's return (over the network 95.2 s after the "
+               "crash: 90 s and 100 s). On seeds 0 and 2 it stays at 20 s and 30 s from 32.1 s "
+               "of restart on")
+    net = three["whole, weights over the network"]
+    assert (net[1], net[3]) == (90, 100) and 5 + took["whole, weights over the network"] == 95.2
+    for k in list(rows)[1:]:
+        assert (three[k][0], three[k][2]) == (20, 30)
+    says("11", "With a fourth replica every restart tried, from 3.2 s to 90.2 s, recovers in 10 "
+               "s on every seed")
+    assert all(r[3] == [10] * 5 for r in rows.values())
 
 
 def test_11_node_failure_and_the_retry_budget():
@@ -1371,44 +1415,57 @@ def test_11_node_failure_and_the_retry_budget():
     from schedatrix.serving.cluster.deployment import build
     says("11", "The layout puts all three replicas on node 0")
     assert {p.nodes for p in build(FAULT_DESIGN).layout.replicas} == {(0,)}
-    says("11", "None is lost, but 278 fail")
-    says("11", "Within the SLO over the run: 87.8%")
+    says("11", "None is lost, but 774 fail")
+    says("11", "Within the SLO over the run: 67.9%")
     node = printed("11", 'node = fault_study(')
-    assert "retried 909, failed 278 (their retry budget spent), lost 0" in node
-    assert "within SLO over the whole run: 87.8%" in node
+    assert "retried 2,398, failed 774 (their retry budget spent), lost 0" in node
+    assert "within SLO over the whole run: 67.9%" in node
     says("11", "In the worker crash of section 1, with two replicas up, none failed")
     assert crash_study().figures.failed == 0
-    text = printed("11", "for budget in (3, 5, 6):")
-    rows = {int(line.split()[0]): line.split() for line in text.splitlines()[1:4]}
-    says("11", "With a budget of 5 the retries span 15.5 s of backoff and 153 requests still "
-               "fail; with 6 they span 31.5 s, about as long as the node is away (33.2 s with "
-               "its weights), and none fails")
-    from schedatrix.course.apps.fault_app import reload_s
+    text = printed("11", "for budget in (3, 6, 7, 8):")
+    rows = {int(line.split()[0]): line.split() for line in text.splitlines()[1:5]}
+    says("11", "With a budget of 6 the retries span 31.5 s of backoff and 565 requests still "
+               "fail; with 7, 63.5 s and 304; with 8 they span 127.5 s, longer than the node is "
+               "away (96.1 s with its restart), and none fails")
+    from schedatrix.course.apps.fault_app import restart_s
     from schedatrix.serving.cluster.faults import Resilience
     r = Resilience()
-    assert sum(r.backoff_s * 2 ** k for k in range(5)) == 15.5
-    assert sum(r.backoff_s * 2 ** k for k in range(6)) == 31.5
-    assert round(30 + reload_s(FAULT_DESIGN, r), 1) == 33.2
-    assert (rows[5][2], rows[6][2]) == ("153", "0")
-    says("11", "none of the 278 is saved for its user: all of them complete, none within the SLO "
-               "(median TTFT 31.6 s). And the run within the SLO falls from 87.8% to 84.4%")
-    assert "the 278 that failed with a budget of 3, with 6: 278 completed, 0 within the SLO " \
-           "(median TTFT 31.6 s)" in text
-    assert (rows[3][3], rows[6][3]) == ("87.8%", "84.4%")
+    spans = {b: sum(r.backoff_s * 2 ** k for k in range(b)) for b in (6, 7, 8)}
+    assert spans == {6: 31.5, 7: 63.5, 8: 127.5}
+    away = 30 + restart_s(FAULT_DESIGN, r)
+    assert round(away, 1) == 96.1 and spans[7] < away < spans[8]
+    assert (rows[6][2], rows[7][2], rows[8][2]) == ("565", "304", "0")
+    says("11", "none of the 774 is saved for its user: all of them complete, none within the SLO "
+               "(median TTFT 63.9 s). And the run within the SLO falls from 67.9% to 61.6%")
+    assert "the 774 that failed with a budget of 3, with 8: 774 completed, 0 within the SLO " \
+           "(median TTFT 63.9 s)" in text
+    assert (rows[3][3], rows[8][3]) == ("67.9%", "61.6%")
 
 
 def test_11_the_rolling_restart():
     text = printed("11", "rolling = [")
+    says("11", "each drained, back 20 s after it empties plus its 66.1 s restart, the next "
+               "drained 100 s after the last, once it is back")
+    assert "drain:0@30+20" in text and "drain:1@130+20" in text and "drain:2@230+20" in text
     says("11", "Every request completes and none is retried; the fleet stays at 100.0% within "
                "the SLO")
     assert "2,492 of 2,492 requests completed, 0 retried, within SLO 100.0%" in text
-    says("11", "During each drain the p95 TTFT rises to 338 to 383 ms, against 275 to 294 ms "
+    says("11", "During each drain the p95 TTFT rises to 324 to 431 ms, against 283 to 322 ms "
                "for the same arrivals without it")
     lines = text.splitlines()[1:]
     during = sorted(int(re.search(r"during it\s+(\d+) ms", line).group(1)) for line in lines)
     without = sorted(int(re.search(r"without it (\d+) ms", line).group(1)) for line in lines)
-    assert (during[0], during[-1], without[0], without[-1]) == (338, 383, 275, 294)
-    assert all(line.endswith("goodput lost 0") for line in lines)
+    assert (during[0], during[-1], without[0], without[-1]) == (324, 431, 283, 322)
+    says("11", "one request in all misses its SLO (goodput lost 0, 0 and 1)")
+    assert [int(line.rsplit(" ", 1)[1]) for line in lines] == [0, 0, 1]
+    # each drained replica is back before the next drain: the drains do not overlap
+    from schedatrix.course.apps.fault_app import FAULT_DESIGN, FAULT_LOAD
+    from schedatrix.serving.cluster.faults import parse_fault
+    run = simulate(generate(FAULT_LOAD, 0, duration_s=300), FAULT_DESIGN,
+                   faults=[parse_fault(t) for t in ("drain:0@30+20", "drain:1@130+20",
+                                                    "drain:2@230+20")])
+    backs = [e["until_s"] for e in run.fault_log]
+    assert backs[0] < 130 and backs[1] < 230
 
 
 def test_11_the_runbook_matches_the_crash():
@@ -1425,25 +1482,23 @@ def test_11_the_runbook_matches_the_crash():
     assert f"noise floor (what the run without the fault reads by the pre-fault-level rule at " \
            f"the same time): {f.noise_floor_s:g} s; the pre-fault-level rule on this run reads " \
            f"{f.pre_level_recovery_s:g} s" in text
-    says("11", "The drain reads no measurable damage: no request lost its SLO and every window "
-               "stays within the margin of the same arrivals without the drain (its worst "
-               "window 64 ms over), though the older rule, against the level before it, reads "
-               "10 s")
+    says("11", "The drain alone recovers in 0 s against the same arrivals without it, with one "
+               "request out of its SLO (its worst window 312 ms over), though the older rule, "
+               "against the level before it, reads 10 s")
     from schedatrix.course.apps.fault_app import FAULT_DESIGN, fault_study
     from schedatrix.serving.cluster.faults import parse_fault
-    from schedatrix.serving.figures.recovery import paired_series
     d = fault_study(crash_study().run.requests, FAULT_DESIGN, parse_fault("drain:1@200+20"))
-    w = paired_series(d.run, d.baseline, 200.0)
-    assert all(x["within_margin"] for x in w)
-    assert (d.figures.recovery_s, d.figures.noise_floor_s, d.figures.goodput_lost) == (0, 0, 0)
+    assert (d.figures.recovery_s, d.figures.noise_floor_s, d.figures.goodput_lost) == (0, 0, 1)
     assert d.figures.pre_level_recovery_s == 10
     drain = text.split("## drain:1@200+20", 1)[1]
-    assert "goodput lost: 0" in drain and "within 25% of the run without the fault, the same " \
+    assert "goodput lost: 1" in drain and "within 25% of the run without the fault, the same " \
         "arrivals, for 3 windows of 10 s): 0 s" in drain
     assert "the pre-fault-level rule on this run reads 10 s" in drain
-    assert "worst window against the run without the fault: p95 TTFT 64 ms higher" in drain
-    assert "verdict: no measurable damage (recovery 0 s against the baseline, noise floor 0 s)" \
-        in drain
+    assert "worst window against the run without the fault: p95 TTFT 312 ms higher" in drain
+    says("11", "With both faults in one run 84 requests lose their SLOs, against 49 and 1 alone: "
+               "the drain at 200 s comes while replica 0 is still restarting (back at 216.1 s)")
+    assert "0 lost, goodput lost 84 (requests within" in text
+    assert "(here at 216.13 s)" in text
 
 
 # ---------------------------------------------------------------------------------------- 12
@@ -1467,26 +1522,29 @@ def test_12_the_review():
     says("12", "2 x TP1 is the cheapest candidate and 3 x TP1 the next")
     costs = {name: float(row.split()[1]) for name, row in rows.items()}
     assert sorted(costs, key=costs.get)[:2] == ["2 x TP1", "3 x TP1"]
-    says("12", "2 x TP1 misses in all three runs: it keeps only 68.1% of requests within their "
-               "SLOs under them in its first run (90% needed) and takes 110 to 130 s to recover "
-               "from the crash")
-    assert rows["2 x TP1"].endswith("130/110/110 s   0 of 3 (0%-63%)  refused")
+    says("12", "2 x TP1 never recovers from the crash in any of its three runs: one replica "
+               "carries the whole load for the 96 s the other is away")
+    assert rows["2 x TP1"].endswith("never/never/never   0 of 3 (0%-63%)  refused")
     assert "- 2 x TP1 is cheaper but not accepted: with the faults: 0 of 3 runs met" in \
         decision_record_text()
-    assert "run 1: 68.1% within SLOs under the faults (90% needed)" in decision_record_text()
-    says("12", "2 x TP2 takes 90 to 100 s. Both met in 0 of 3 faulted runs, which bounds the "
+    from schedatrix.course.apps.fault_app import restart_s
+    sc = _accept_example()
+    assert round(sc.faults[0].down_s + restart_s(sc.designs[0], sc.resilience)) == 96
+    says("12", "2 x TP2 takes 90, 210 and 90 s. Both met in 0 of 3 faulted runs, which bounds the "
                "share of runs that meet at 63% at most, below the 80% needed: both are "
                "**refused** after three runs.")
-    assert rows["2 x TP2"].endswith("90/100/90 s   0 of 3 (0%-63%)  refused")
+    assert rows["2 x TP2"].endswith("90/210/90 s   0 of 3 (0%-63%)  refused")
     assert round(share_bounds(0, 3)[1], 2) == 0.63
-    says("12", "3 x TP1 (20, 30 and 40 s) and 4 x TP1 (10 s in all three) met in 3 of 3, and both "
-               "are **undecided**: three runs out of three bound the share from below at only "
-               "37%. Three runs can refuse a design; they cannot accept one.")
-    assert rows["3 x TP1"].endswith("20/30/40 s  3 of 3 (37%-100%)  undecided (pass?)")
-    assert rows["4 x TP1"].endswith("10/10/10 s  3 of 3 (37%-100%)  undecided (pass?)")
+    says("12", "3 x TP1 takes 100, 100 and 60 s: it met in 1 of 3 (2% to 86%) and is "
+               "**undecided**, leaning to fail")
+    assert rows["3 x TP1"].endswith("100/100/60 s   1 of 3 (2%-86%)  undecided (fail?)")
+    says("12", "4 x TP1 recovers in 10, 10 and 40 s and met in 3 of 3, and it is **undecided** "
+               "too: three runs out of three bound the share from below at only 37%. Three runs "
+               "can refuse a design; they cannot accept one.")
+    assert rows["4 x TP1"].endswith("10/10/40 s  3 of 3 (37%-100%)  undecided (pass?)")
     assert share_bounds(3, 3)[0] < 0.8 and fewest_runs(0.8) == 14 > 3
-    says("12", "Recovery shortens as replicas are added (2, 3, 4 x TP1: 110 to 130 s, 20 to 40 "
-               "s, 10 s)")
+    says("12", "Recovery shortens as replicas are added (2, 3, 4 x TP1: never, 60 to 100 s, 10 to "
+               "40 s)")
     says("12", "with three runs, t is 4.3")
     from scipy import stats
     assert round(stats.t.ppf(0.975, 2), 1) == 4.3
@@ -1501,21 +1559,32 @@ def test_12_the_review():
     assert "lost" not in "".join(r for r in rows.values())
 
 
-def test_12_the_older_rule_read_a_dip_of_the_load_as_the_crash():
-    text = printed("12", "crash = \"/\".join(")
-    says("12", "By the older rule (back within 25% of the level of the two minutes before the "
-               "fault), 3 x TP1 recovered in 70 s in its third run, over the limit")
-    assert ("3 x TP1's crash recovery, by seed: against the baseline 20 s, 30 s, 40 s | the older "
-            "rule (back to the level before the fault) 20 s, 30 s, 70 s") in " ".join(text.split())
-    says("12", "60 to 70 s after the crash, as the planned restart drains replica 1, its goodput "
-               "is 7.0 requests/s, under 75% of the 10.1 before the crash. The run without the "
-               "faults serves only 9.0 there, a dip of the load itself, and against it 7.0 is "
-               "within the margin: the crash had recovered at 40 s.")
-    assert ("its third seed, 60 to 70 s after the crash: goodput 7.0 requests/s; the run without "
-            "the faults 9.0, the level before the crash 10.1") in " ".join(text.split())
-    assert 7.0 < 0.75 * 10.1 and 7.0 >= 0.75 * 9.0
+def test_12_the_scenario_s_planned_restart_waits_for_the_crashed_replica():
+    from schedatrix.course.apps.fault_app import restart_s
     sc = _accept_example()
-    assert 120 + 60 == next(f for f in sc.faults if f.text().startswith("drain")).at_s
+    says("12", "The file's planned restart of replica 1 comes at 240 s, once the crashed replica "
+               "is back (120 s + 30 s down + 66.1 s), and its load lasts six minutes so the "
+               "drained replica is back within it")
+    crash, drain = sc.faults
+    back = crash.at_s + crash.down_s + restart_s(sc.designs[0], sc.resilience)
+    assert (crash.text(), drain.text()) == ("worker:0@120+30", "drain:1@240+20")
+    assert round(back - crash.at_s - crash.down_s, 1) == 66.1 and back < drain.at_s
+    says("12", "With the restart as 3 s of weights it came at 180 s; with a whole restart that "
+               "would take two replicas away at once")
+    assert 180 < back and crash.at_s + crash.down_s + 3.2 < 180
+    req = sc.make_requests()(0)
+    assert req.arrival_s.max() <= 360 < req.arrival_s.max() + 1
+    run = simulate(req, sc.designs[0], faults=sc.faults, resilience=sc.resilience)
+    assert run.fault_log[1]["until_s"] < 360
+
+
+def test_12_the_older_rule_beside_the_paired_baseline():
+    text = printed("12", "crash = \"/\".join(")
+    says("12", "on 3 x TP1's second seed it reads 210 s where the paired baseline reads 100 s, "
+               "and 70 s against 60 s on its third")
+    assert ("3 x TP1's crash recovery, by seed: against the baseline 100 s, 100 s, 60 s | the "
+            "older rule (back to the level before the fault) 100 s, 210 s, 70 s") in " ".join(
+        text.split())
 
 
 def decision_record_text() -> str:
@@ -1569,27 +1638,28 @@ def test_12_more_runs_decide():
     for n in (3, 7, 14):
         assert share_bounds(n, n)[0] == pytest.approx(0.05 ** (1 / n))
     # the first three of the 14 are section 1's runs: the same figures
-    assert "mean 282 ms, 95% interval 253 to 311 ms" in " ".join(text.split())
+    assert "mean 282 ms, 95% interval 252 to 312 ms" in " ".join(text.split())
     # auto looks at 12 and 24: 12 of 12 fall just short, hence 24 (the sentence below)
-    says("12", "accepts 4 x TP1 after 24 runs (12 of 12 bound the share at 78%, just short)")
+    says("12", "accepts 4 x TP1, and 4 x TP1 with priority preemption, after 24 runs (12 of 12 "
+               "bound the share at 78%, just short)")
     assert round(share_bounds(12, 12)[0], 2) == 0.78 and share_bounds(24, 24)[0] > 0.8
 
 
 def test_12_what_the_interval_bounds():
-    says("12", "4 x TP1's three runs give 277, 296 and 274 ms: a mean of 282 ms, and an interval "
-               "from 253 to 311 ms")
+    says("12", "4 x TP1's three runs give 277, 295 and 272 ms: a mean of 282 ms, and an interval "
+               "from 252 to 312 ms")
     text = " ".join(printed("12", "[more] = accept(").split())
-    assert ("p95 TTFT: mean 282 ms, 95% interval 253 to 311 ms (half-width 29 ms); the runs "
-            "themselves from 274 to 296 ms") in text
-    assert ("p95 TTFT: mean 286 ms, 95% interval 281 to 292 ms (half-width 6 ms); the runs "
-            "themselves from 274 to 306 ms") in text
-    assert "282 ( 253 to  311)" in review_rows()["4 x TP1"]
-    says("12", "over 14 seeds the mean is 286 ms and the interval 281 to 292 ms, its half-width "
-               "down from 29 to 6 ms, while the runs themselves spread from 274 to 306 ms, wider "
+    assert ("p95 TTFT: mean 282 ms, 95% interval 252 to 312 ms (half-width 30 ms); the runs "
+            "themselves from 272 to 295 ms") in text
+    assert ("p95 TTFT: mean 287 ms, 95% interval 282 to 292 ms (half-width 5 ms); the runs "
+            "themselves from 272 to 303 ms") in text
+    assert "282 ( 252 to  312)" in review_rows()["4 x TP1"]
+    says("12", "over 14 seeds the mean is 287 ms and the interval 282 to 292 ms, its half-width "
+               "down from 30 to 5 ms, while the runs themselves spread from 272 to 303 ms, wider "
                "than the interval.")
     four = next(d for d in _accept_example().designs if d.name == "4 x TP1")
     p95 = np.array(_without_faults(four).values("ttft_p95")) * 1000
-    assert [round(v) for v in p95] == [277, 296, 274]
+    assert [round(v) for v in p95] == [277, 295, 272]
     from scipy import stats
     m, lo, hi = interval(p95)     # the mean plus or minus t x s / sqrt(3)
     half = stats.t.ppf(0.975, 2) * p95.std(ddof=1) / np.sqrt(3)
@@ -1623,31 +1693,24 @@ def test_12_the_old_rule_got_harsher_with_runs_the_share_rule_does_not():
 @pytest.mark.slow
 def test_12_runs_auto_on_the_example():
     """The example's own runs = "auto" (what `schedatrix serving accept` prints), on the three
-    designs the lesson names; 4 x TP1, priority reads as 4 x TP1 (about 20 s)."""
+    designs the lesson names; 4 x TP1, priority reads as 4 x TP1."""
     from schedatrix.serving.studies.accept import accept
+    from schedatrix.serving.studies.run_share import share_bounds
     sc = _accept_example()
     assert (sc.runs, sc.max_runs, sc.criteria.run_share) == ("auto", 60, 0.8)
     by = {a.design.name: a for a in accept(
         [d for d in sc.designs if d.name in ("3 x TP1", "4 x TP1", "2 x TP2")], sc.make_requests(),
         sc.faults, "auto", sc.seed, sc.criteria, sc.fault_criteria, sc.resilience,
         max_runs=sc.max_runs)}
-    says("12", "accepts 4 x TP1 after 24 runs")
+    says("12", "refuses 2 x TP2 after 3 (0 of 3 faulted runs met) and 3 x TP1 after 6 (1 of 6: the "
+               "share of runs that meet is 1% to 58%). The review chooses 4 x TP1.")
     assert by["4 x TP1"].status == "pass" and len(by["4 x TP1"].fault_figures) == 24
-    says("12", "refuses 2 x TP2 after 3, and leaves 3 x TP1 **undecided at the cap of 60 runs**: "
-               "52 of its 60 faulted runs met, so the share of runs that meet is 77% to 93%, and "
-               "80% lies inside.")
     assert by["2 x TP2"].status == "fail" and len(by["2 x TP2"].fault_figures) == 3
     three = by["3 x TP1"]
     d = three.fault_decision
-    assert three.status == "undecided" and (d.met, d.runs) == (52, 60)
-    assert (f"{d.low:.0%}", f"{d.high:.0%}") == ("77%", "93%")
-    says("12", "It recovers from the crash in at most 40 s in those 52 and in 70 to 90 s in the "
-               "other 8: it meets about 87% of the time")
-    crash = [three.recovery(k)[0] for k in range(60)]
-    met = [not three.fault_misses(k) for k in range(60)]
-    assert max(c for c, m in zip(crash, met, strict=True) if m) <= 40
-    assert sorted({c for c, m in zip(crash, met, strict=True) if not m}) == [70, 80, 90]
-    assert round(52 / 60, 2) == 0.87 and all(three.outcome.meets())
+    assert three.status == "fail" and (d.met, d.runs) == (1, 6)
+    assert (f"{d.low:.0%}", f"{d.high:.0%}") == ("1%", "58%")
+    assert round(share_bounds(0, 3)[1], 2) == 0.63
 
 
 def test_12_the_record_shows_the_recovery_and_its_noise_floor():
@@ -1661,14 +1724,14 @@ def test_12_the_record_shows_the_recovery_and_its_noise_floor():
     assert len(crash) == len(drain) == 14
     says("12", "0 s in most runs, but 30 s and 70 s in 4 x TP1's sixth and fourteenth, where the "
                "run without the fault strays from its own earlier level after 120 s")
-    says("12", "(against the baseline the crash recovers in 20 s and 10 s)")
+    says("12", "(against the baseline the crash recovers in 50 s and 10 s)")
     floors = [re.search(r"floor (\d+) s", c).group(1) for c in crash]
     assert (floors[5], floors[13]) == ("30", "70") and floors.count("0") > 7
-    assert crash[5].startswith("20 s") and crash[13].startswith("10 s")
-    says("12", "the planned restart on 4 x TP1, in 11 of its 14 runs")
-    assert sum(d.startswith("no damage") for d in drain) == 11
+    assert crash[5].startswith("50 s") and crash[13].startswith("10 s")
+    says("12", "the planned restart on 4 x TP1, in 13 of its 14 runs")
+    assert sum(d.startswith("no damage") for d in drain) == 13
     two = next(line for line in record.splitlines() if line.startswith("| 2 x TP2 |"))
-    assert "**90 s (floor 0 s)**, **100 s (floor 0 s)**, **90 s (floor 10 s)**" in two
+    assert "**90 s (floor 0 s)**, **210 s (floor 0 s)**, **90 s (floor 10 s)**" in two
 
 
 def test_12_the_lost_requests_are_zero():
@@ -1707,8 +1770,8 @@ def test_12_when_one_machine_will_do():
                "it under the faults.")
     assert "1 x TP1  p95 TTFT 201991 ms, KV peak  96%: FAIL" in text
     assert "Undecided: 2 x TP1 (2 GPUs, $0.367 per million" in text
-    assert "**4 x TP1** (4 GPUs, <span>&#36;</span>0.746 per million" in decision_record_text()
-    assert round(0.746 / 0.367, 1) == 2.0   # "half"
+    assert "**4 x TP1** (4 GPUs, <span>&#36;</span>0.745 per million" in decision_record_text()
+    assert round(0.745 / 0.367, 1) == 2.0   # "half"
     assert review_rows()["2 x TP1"].endswith("refused")
 
 
@@ -1720,14 +1783,14 @@ def test_12_one_replica_has_nothing_to_fail_over_to():
     with pytest.raises(InputError, match="no replica 1"):
         simulate(sc.make_requests()(0), one, faults=sc.faults, resilience=sc.resilience)
     text = printed("12", "crash_only = ")
-    says("12", "With one replica, 333 to 372 requests a run fail after their retries while the "
-               "worker is down; with two, none does")
-    assert "1 x TP2: failed after their retries 372, 335, 333; within SLOs 87.1%, 87.7%, 87.0%; " \
+    says("12", "With one replica, 965 to 989 requests a run fail after their retries while the "
+               "worker is down and restarts; with two, none does")
+    assert "1 x TP2: failed after their retries 982, 965, 989; within SLOs 71.9%, 71.3%, 72.4%; " \
            "refused" in text
-    assert "2 x TP1: failed after their retries 0, 0, 0; within SLOs 85.4%, 86.1%, 85.0%; " \
+    assert "2 x TP1: failed after their retries 0, 0, 0; within SLOs 65.2%, 66.1%, 66.1%; " \
            "refused" in text
-    says("12", "1 x TP2 keeps 87.0% to 87.7% within their SLOs (90% needed) and is refused. 2 x "
-               "TP1 has no request fail, but keeps only 85.0% to 86.1% within their SLOs")
+    says("12", "1 x TP2 keeps 71.3% to 72.4% within their SLOs (90% needed) and is refused. 2 x "
+               "TP1 has no request fail, but keeps only 65.2% to 66.1% within their SLOs")
 
 
 def test_12_the_answers_read_what_their_runs_print():
@@ -1736,44 +1799,52 @@ def test_12_the_answers_read_what_their_runs_print():
     shown = prose("12").split("<summary><b>Answers</b>", 1)[1].split("```text", 1)[1]
     shown = shown.split("```", 1)[0]
     one, ninety, fourteen = shown.split(", recovery at most ")[1:]
-    says("12", "(1) On one seed nothing is decided, not even 2 x TP2 with its 90 s: one run out of "
-               "one bounds the share of runs that meet only between 5% and 100% (none out of one: "
-               "0% to 95%), and no design is chosen.")
-    assert one.count(": undecided") == 4 and one.count("1 of 1 faulted runs met (5% to 100%)") == 3
+    says("12", "(1) On one seed nothing is decided, not even 3 x TP1 with its 100 s or 2 x TP2 "
+               "with its 90 s: one run out of one bounds the share of runs that meet only "
+               "between 5% and 100% (none out of one: 0% to 95%), and no design is chosen.")
+    assert one.count(": undecided") == 4 and one.count("1 of 1 faulted runs met (5% to 100%)") == 2
     assert "2 x TP2 0 of 1 faulted runs met (0% to 95%): undecided; crash recovered in 90 s" in one
+    assert "3 x TP1 0 of 1 faulted runs met (0% to 95%): undecided; crash recovered in 100 s" in one
     assert one.rstrip().endswith("chosen: none, no design is accepted 3 seeds")
-    says("12", "(2) With the limit at 90 s, 2 x TP2's two 90 s meet it and its 100 s does "
-               "not: 2 of 3 runs met, and it is undecided (14% to 98%) instead of refused, not "
-               "accepted. No design is accepted on three seeds.")
+    says("12", "(2) With the limit at 90 s, 2 x TP2's two 90 s meet it and its 210 s does not: 2 "
+               "of 3 runs met, and it is undecided (14% to 98%) instead of refused, not accepted. "
+               "3 x TP1's two 100 s miss even 90 s. No design is accepted on three seeds.")
     assert ninety.startswith("90 s:") and fourteen.startswith("60 s:")
-    assert "2 x TP2 2 of 3 faulted runs met (14% to 98%): undecided; crash recovered in 90 100 " \
+    assert "2 x TP2 2 of 3 faulted runs met (14% to 98%): undecided; crash recovered in 90 210 " \
            "90 s" in ninety
+    assert "3 x TP1 1 of 3 faulted runs met (2% to 86%): undecided; crash recovered in 100 100 " \
+           "60 s" in ninety
     assert ninety.count(": undecided") == 4 and "chosen: none, no design is accepted" in ninety
     assert "0 of 3 (0%-63%)  refused" in review_rows()["2 x TP2"]      # at 60 s
     says("12", "(3) 4 x TP1 meets in 14 of 14, is accepted (81% to 100%) and chosen. 3 x TP1 "
-               "recovers in 70 s in its ninth run")
+               "meets in 1 of 14 and is refused (0% to 30%): not for one slow run, but because it "
+               "misses in 13 of 14 (its crash takes 60 to 210 s, once never)")
     assert "4 x TP1 14 of 14 faulted runs met (81% to 100%): accepted" in fourteen
     assert fourteen.rstrip().endswith("chosen: 4 x TP1")
     three = fourteen.split("3 x TP1 ", 1)[1].split("4 x TP1", 1)[0]
+    assert three.startswith("1 of 14 faulted runs met (0% to 30%): refused")
     times = three.split("crash recovered in ", 1)[1].split(" s", 1)[0].split()
-    assert times.index("70") == 8 and [t for t in times if int(t) > 60] == ["70"]
-    says("12", "decided on the share of runs it stays undecided (13 of 14: 70% to 100%)")
-    assert three.startswith("13 of 14 faulted runs met (70% to 100%): undecided")
+    assert len(times) == 14 and times.count("never") == 1
+    slow = [int(t) for t in times if t != "never"]
+    assert (min(slow), max(slow)) == (60, 210) and sum(t > 60 for t in slow) == 11
 
 
 def test_the_serving_docs_quote_lesson_12():
     docs = " ".join((NOTEBOOKS.parent / "docs" / "serving.md").read_text().split())
     assert ("at a fixed 3 seeds (`--runs 3`, as lesson 12 runs them), against the paired baseline: "
-            "3 x TP1 recovers from the crash in 20, 30 and 40 s and 4 x TP1 in 10 s, each meeting "
-            "in 3 of 3 runs and undecided; 2 x TP2 takes 90, 100 and 90 s and is refused (0 of 3 "
-            "faulted runs met, the limit is 60 s)") in docs
-    assert "(By the older pre-fault-level rule 3 x TP1 recovered in 70 s in its third run.)" in docs
+            "4 x TP1 recovers from the crash in 10, 10 and 40 s, meeting in 3 of 3 runs, and is "
+            "undecided; 3 x TP1 takes 100, 100 and 60 s (1 of 3 met, undecided); 2 x TP2 takes "
+            "90, 210 and 90 s and is refused (0 of 3 faulted runs met, the limit is 60 s)") in docs
+    assert "(By the older pre-fault-level rule 3 x TP1 recovered in 210 s in its second run.)" \
+        in docs
     rows = review_rows()
-    assert rows["3 x TP1"].endswith("20/30/40 s  3 of 3 (37%-100%)  undecided (pass?)")
-    assert rows["4 x TP1"].endswith("10/10/10 s  3 of 3 (37%-100%)  undecided (pass?)")
-    assert rows["2 x TP2"].endswith("90/100/90 s   0 of 3 (0%-63%)  refused")
-    assert "the older rule (back to the level before the fault) 20 s, 30 s, 70 s" in " ".join(
+    assert rows["3 x TP1"].endswith("100/100/60 s   1 of 3 (2%-86%)  undecided (fail?)")
+    assert rows["4 x TP1"].endswith("10/10/40 s  3 of 3 (37%-100%)  undecided (pass?)")
+    assert rows["2 x TP2"].endswith("90/210/90 s   0 of 3 (0%-63%)  refused")
+    assert "the older rule (back to the level before the fault) 100 s, 210 s, 70 s" in " ".join(
         printed("12", "crash = \"/\".join(").split())
+    assert ("refuses 2 x TP2 after 3 (0 of 3 faulted runs met) and 3 x TP1 after 6 (1 of 6 "
+            "faulted runs met") in docs
 
 
 def test_the_serving_docs_quote_lesson_10():
@@ -1796,13 +1867,19 @@ def test_the_serving_docs_quote_lesson_10():
 
 def test_the_serving_docs_quote_lesson_11():
     docs = " ".join((NOTEBOOKS.parent / "docs" / "serving.md").read_text().split())
-    assert ("recovers in 20 s down 30, 60 or 90 s (down 60 s, the fleet counts as recovered at "
-            "140 s, the replica returns at 183.2 s; noise floor 0 s; by the older rule 20 s in "
-            "all three), and in 10 s on 4 replicas") in docs
+    assert ("recovers in 20 s down 5 to 90 s (down 60 s, the fleet counts as recovered at 140 "
+            "s, the replica returns at 246.1 s, its 66.1 s restart included; noise floor 0 s; by "
+            "the older rule 20 s in all), and in 10 s on 4 replicas") in docs
     rows = downtime_rows()
-    assert [rows[d][4] for d in (30, 60, 90)] == ["20", "20", "20"]
-    assert [rows[d][6] for d in (30, 60, 90)] == ["20"] * 3
-    assert (120 + int(rows[60][4]), rows[60][2]) == (140, "183.2")
+    assert {r[4] for r in rows.values()} == {"20"} and {r[6] for r in rows.values()} == {"20"}
+    assert (120 + int(rows[60][4]), rows[60][2]) == (140, "246.1")
+    assert ("over five seeds a crash down 5 s recovers in 10 s when only the weights are read "
+            "at 5 GB/s and in 20 to 100 s with a whole restart") in docs
+    restarts = restart_rows()
+    assert restarts["the weights alone, at 5 GB/s"][1] == [10] * 5
+    whole = [x for k, r in restarts.items() if k.startswith("whole") for x in r[1]]
+    assert (min(whole), max(whole)) == (20, 100)
+    assert "66.1 s for Llama 3.1 8B on an A100 from local disk" in docs
     assert crash_study().figures.noise_floor_s == 0
     assert {r[-2] for r in rows.values()} == {"10"}
     assert ("over seeds 0 to 9: 0, 30, 0, 0, 0, 70, 0, 0, 70, 0 s") in docs

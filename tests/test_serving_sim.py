@@ -247,6 +247,7 @@ def test_reference_equals_fast_with_policies_and_faults(seed, rate, router, buck
                                                          split, span, prefix, kv, max_batch,
                                                          health):
     from schedatrix.serving.cluster.faults import Resilience
+    from schedatrix.serving.cluster.restart import RestartCosts
     req = poisson_load(80, rate, seed, inp=(20, 300), out=(1, 120), hashes=prefix,
                        classes=CLASSES)
     lay = layout(0 if split else 3, kv, 1, prefill=2 if split else 0, decode=2 if split else 0,
@@ -256,7 +257,8 @@ def test_reference_equals_fast_with_policies_and_faults(seed, rate, router, buck
     policy = Policy(router=router, admission=admission, priority_preemption=priority,
                     preemption="swap" if swap else "recompute", faults=FAULTS[fault],
                     resilience=Resilience(health_check_s=health, retry_budget=2,
-                                          backoff_s=0.1),
+                                          backoff_s=0.1,   # back in the run: weights only
+                                          restart=RestartCosts.weights_only(5.0)),
                     seed=seed)
     cfg = SchedulerConfig(max_batch, max(256, max_batch), True, 16, 32 if prefix else 0)
     a = simulate_reference(req, LinearCost(), cfg, lay, policy)

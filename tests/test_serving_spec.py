@@ -19,13 +19,13 @@ from schedatrix.serving.cluster.policy import Policy
 from schedatrix.serving.figures.record import COMPLETED
 from schedatrix.serving.load.requests import Requests
 from schedatrix.serving.perf.model import PerfModel
-from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED, accept_from_length
 from schedatrix.serving.perf.spec_decode import (
     DEFAULT_ACCEPT,
     SpecDecode,
     SpecPerfModel,
     expected_tokens,
 )
+from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED, accept_from_length
 from schedatrix.serving.replica.knobs import SchedulerConfig
 from schedatrix.serving.replica.speculation import AcceptanceDraws, kept_blocks, lookahead_blocks
 from schedatrix.serving.sim.engine import simulate_fast

@@ -152,7 +152,8 @@ def check_log_figures(log_figures: Callable) -> None:
 
 
 def check_recovery(recovery_s: Callable) -> None:
-    """Exercise 11: ``recovery_s(windows, tolerance, hold)``, against the paired baseline."""
+    """Exercise 11: ``recovery_s(windows)``, a recovery rule of your design against the paired
+    baseline, held to the exercise's requirements."""
     __tracebackhide__ = True
     run_check("check_recovery", recovery_s=recovery_s)
 

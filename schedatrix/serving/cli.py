@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..errors import InputError
+from .cluster.restart import WEIGHT_SOURCES
 from .cluster.routing import ROUTERS
 from .intake.toml_tables import out_folder
 from .numbers import positive_arg as _positive
@@ -138,6 +139,9 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--host-ms", type=_at_least_zero("--host-ms"), metavar="MS",
                    help="host time per scheduler iteration, milliseconds (default: vLLM's, "
                         "docs/serving-calibration.md)")
+    g.add_argument("--calibration", metavar="CAL.toml",
+                   help="the host and front-end terms serving calibrate fitted to your "
+                        "measurements, on every design (--host-ms still overrides its host)")
     g.add_argument("--prefill-tp", type=_positive(int, "--prefill-tp"),
                    help="tensor parallelism of a split's prefill replicas (default --tp)")
     g.add_argument("--decode-tp", type=_positive(int, "--decode-tp"),
@@ -194,6 +198,12 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="how long the router takes to notice a crash (default 5)")
     g.add_argument("--retry-budget", type=int, metavar="N",
                    help="retries a request gets after crashes (default 3)")
+    g.add_argument("--weights-from", choices=list(WEIGHT_SOURCES),
+                   help="where a restarted replica reads its weights: page-cache (5 GB/s a "
+                        "GPU), disk (2, the default) or network (0.5)")
+    g.add_argument("--weight-load-gb-s", type=_positive(float, "--weight-load-gb-s"),
+                   metavar="GB_S", help="a restarted replica reads its weights at this rate "
+                                        "a GPU instead of --weights-from's")
     g = p.add_argument_group("the load (override the scenario's [load])")
     g.add_argument("--rate", type=_positive(float, "--rate"), metavar="RPS",
                    help="requests per second (Poisson, or gamma with --burstiness)")
@@ -417,6 +427,7 @@ def _scenario(args, one_design: bool):
         knobs["cuda_graphs"] = knobs["cuda_graphs"] == "on"
     if knobs.get("prefill_replicas") or knobs.get("decode_replicas"):
         knobs.setdefault("replicas", 0)
+
     designs = data.get("designs") or [{}]
     if one_design and isinstance(designs, list):
         chosen = designs
@@ -428,6 +439,10 @@ def _scenario(args, one_design: bool):
                 raise InputError(f"--design {args.design!r}: the scenario's designs are "
                                  f"{', '.join(map(repr, names))}")
         designs = chosen[:1]
+    if getattr(args, "calibration", None) and isinstance(designs, list):
+        from .intake.calibration_file import read_calibration  # every design, names kept
+        cal = read_calibration(args.calibration).design_knobs()
+        designs = [{**d, **cal} if isinstance(d, dict) else d for d in designs]
     if knobs and isinstance(designs, list):
         designs = [{**d, **knobs, **({"name": ""} if "name" in d else {})}
                    if isinstance(d, dict) else d for d in designs]
@@ -446,16 +461,21 @@ def _scenario(args, one_design: bool):
     if args.fault:
         faults = data.get("faults") if isinstance(data.get("faults"), dict) else {}
         data["faults"] = {**faults, "schedule": list(faults.get("schedule", [])) + args.fault}
-    res = dict(data.get("resilience", {})) if isinstance(data.get("resilience", {}),
-                                                         dict) else data["resilience"]
-    if args.health_check is not None:
-        res["health_check_s"] = args.health_check
-    if args.retry_budget is not None:
-        res["retry_budget"] = args.retry_budget
-    if res:
-        data["resilience"] = res
+    _with_flags(data, "resilience", {"health_check_s": args.health_check,
+                                     "retry_budget": args.retry_budget})
+    _with_flags(data, "restart", {"weights_from": args.weights_from,
+                                  "weight_load_gb_s": args.weight_load_gb_s})
     return scenario_from_dict(data, base=base_for_trace if base_for_trace else base,
                               source=source)
+
+
+def _with_flags(data: dict, table: str, values: dict) -> None:
+    """The flags given (not None) over the scenario's ``[table]`` (a table that is not one is
+    left for the scenario's reader to refuse)."""
+    given = {k: v for k, v in values.items() if v is not None}
+    old = data.get(table, {})
+    if given and isinstance(old, dict):
+        data[table] = {**old, **given}
 
 
 def _progress(total: int, args):

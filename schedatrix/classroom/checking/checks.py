@@ -449,8 +449,9 @@ CHECKS: dict[str, Callable[..., str]] = {
         "check_eviction_odds")},
     **{name: _later(".checks_serving", name) for name in (
         "check_kv_capacity", "check_largest_batch", "check_smallest_tp", "check_decode_step",
-        "check_tp_for_tpot", "check_log_figures", "check_recovery", "check_router")},
+        "check_tp_for_tpot", "check_log_figures", "check_router")},
     **{name: _later(".checks_queueing", name) for name in ("check_pk_wait", "check_max_rate")},
     **{name: _later(".checks_sizing", name) for name in ("check_weight_reads",
                                                           "check_batch_for_tpot")},
+    "check_recovery": _later(".checks_recovery", "check_recovery"),
 }

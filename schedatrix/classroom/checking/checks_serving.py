@@ -1,12 +1,12 @@
-"""Checks of exercises 8 to 12: serving figures by hand, and a router graded in the simulator.
+"""Checks of exercises 8 to 10 and 12: serving figures by hand, a router graded in the simulator.
 
 They run in the checker process. The learner's functions see plain data only: a model or a
 GPU as the catalog's facts in a dict, an event log as a list of ``(time_s, request_id,
 kind)`` tuples, a time series as a list of dicts, a request and its candidate replicas as
 dicts. The answers are the library's: :class:`~schedatrix.serving.perf.model.PerfModel` for KV
 capacity and step times, :func:`~schedatrix.serving.figures.metrics.figures` of the very run a log
-was written from, :func:`~schedatrix.serving.figures.recovery.paired_recovery_from_series`
-for recovery against the paired baseline.
+was written from. Exercise 11's check, a recovery rule of the learner's design, is
+:mod:`.checks_recovery`.
 
 The router exercise runs the simulator here, in the checker, on a fixed prefix-heavy load;
 every routing decision crosses the boundary as plain data (the request and the replicas'
@@ -16,7 +16,6 @@ simulator or the check, and the targets are measured on the run this process mad
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -26,10 +25,8 @@ import numpy as np
 
 from ...errors import InputError
 from ...serving.cluster.deployment import Design
-from ...serving.cluster.faults import parse_fault
 from ...serving.cluster.routing import FunctionRouter
 from ...serving.figures.metrics import figures
-from ...serving.figures.recovery import paired_recovery_from_series, paired_series, within_margin
 from ...serving.load.prefixes import document_sessions
 from ...serving.load.requests import Requests, SLOClass
 from ...serving.load.workload import Load, generate
@@ -52,8 +49,7 @@ from .check_support import (
 
 __all__ = ["check_kv_capacity", "check_largest_batch", "check_smallest_tp", "check_decode_step",
            "check_tp_for_tpot",
-           "check_log_figures", "check_recovery", "check_router", "paired_windows",
-           "RECOVERY_KEYS", "model_facts", "gpu_facts",
+           "check_log_figures", "check_router", "model_facts", "gpu_facts",
            "ROOFLINE_SHARE", "ROOFLINE_TOLERANCE", "MEMORY_BOUND_SHARE", "LOG_KEYS",
            "ROUTER_TARGETS",
            "router_run"]
@@ -621,237 +617,6 @@ def check_log_figures(log_figures: Callable) -> str:
                     f"{want[key]:.6g} {unit}. "
                     + _log_hint(key, value, events, ttft_slo, tpot_slo))
     return passed("check_log_figures", {"logs": len(cases)})
-
-
-# --------------------------------------------------------------------------- exercise 11
-
-#: What exercise 11 hands over of each window (``paired_series``'s, less its own verdicts:
-#: ``within_margin`` is the answer, the differences half of it).
-RECOVERY_KEYS = ("since_fault_s", "ttft_p95_s", "baseline_ttft_p95_s", "goodput_rps",
-                 "baseline_goodput_rps")
-
-
-def _hand_series(*rows) -> list[dict]:
-    """Windows of 10 s from ``(p95, baseline p95, goodput, baseline goodput)`` rows."""
-    return [dict(zip(RECOVERY_KEYS, (10.0 * k, *row), strict=True)) for k, row in enumerate(rows)]
-
-
-def paired_windows(run, baseline, at_s: float) -> list[dict]:
-    """A fault's windows against its paired baseline as exercise 11 hands them over."""
-    return [{k: w[k] for k in RECOVERY_KEYS} for w in paired_series(run, baseline, at_s)]
-
-
-@cache
-def _recovery_cases() -> list[tuple[list[dict], float, int, str]]:
-    ok, slow, poor = (0.30, 0.28, 5.0, 5.2), (0.50, 0.28, 5.0, 5.2), (0.30, 0.28, 3.0, 5.2)
-    hand = [
-        (_hand_series(ok, ok, ok, ok), 0.25, 3, "never hurt: recovered at once"),
-        (_hand_series(slow, slow, ok, ok, ok, ok), 0.25, 3, "two slow windows"),
-        (_hand_series(slow, ok, ok, slow, ok, ok, ok), 0.25, 3,
-         "a relapse: two windows within the margin are not three"),
-        (_hand_series(slow, ok, poor, ok, ok, ok), 0.25, 3, "fast again, but goodput dipped"),
-        (_hand_series(slow, slow, slow, ok, ok), 0.25, 3,
-         "the run ends before three windows within the margin: never"),
-        (_hand_series((None, None, 0.0, 0.0), (None, None, 0.0, 0.0), ok, ok), 0.25, 3,
-         "windows with no arrivals are not late"),
-        (_hand_series(*[(0.3125, 0.25, 3.0, 4.0)] * 3), 0.25, 3,
-         "exactly at the margin is within it"),
-        (_hand_series(slow, (0.90, 0.80, 9.0, 9.5), (0.85, 0.80, 9.5, 9.5), ok), 0.25, 3,
-         "a burst in both runs: slow windows the baseline is slow in too"),
-        (_hand_series(slow, (0.34, 0.20, 5.0, 5.0), ok, ok, ok), 0.25, 3,
-         "a quiet window in the baseline: 70% over it, however fast it looks"),
-        (_hand_series(slow, (0.30, 0.28, 2.5, 3.0), (0.30, 0.28, 9.0, 11.0), ok), 0.25, 3,
-         "goodput against the baseline's in the same window"),
-        (_hand_series(slow, ok, ok), 0.25, 2, "a hold of two windows"),
-        (_hand_series(slow, (0.4, 0.28, 5.0, 5.2), (0.4, 0.28, 5.0, 5.2), (0.4, 0.28, 5.0, 5.2)),
-         0.5, 3, "a looser margin"),
-        ([], 0.25, 3, "no windows at all"),
-    ]
-    runs = []
-    for rate, reps, fault, seed in ((8.0, 3, "worker:0@300+60", 1), (10.0, 3, "worker:1@250+30", 2),
-                                    (6.0, 2, "node:0@300+40", 3), (12.0, 3, "worker:0@300+60", 5),
-                                    (8.0, 3, "worker:2@820+60", 6)):
-        load = Load(rate_rps=rate, input_len="lognormal:800,0.8", output_len="exp:120",
-                    classes=[SLOClass("chat", 1.0, 0, 0.6, 0.05)])
-        f = parse_fault(fault)
-        requests = generate(load, seed=seed, duration_s=900)
-        baseline = simulate(requests, Design(replicas=reps))
-        run = simulate(requests, Design(replicas=reps), faults=[f])
-        runs.append((paired_windows(run, baseline, f.at_s), 0.25, 3,
-                     f"{reps} replicas at {rate:g} requests/s, {fault}, against the same "
-                     "arrivals without it"))
-    return hand + runs
-
-
-#: How many of the cases are hand-made series (the rest are simulated faults).
-HAND_RECOVERY_CASES = 13
-
-
-@cache
-def _recovery_drawn(seed: int) -> list[tuple[list[dict], float, int, str]]:
-    """Eight series of windows drawn from ``seed``: a baseline of its own in every window, the
-    faulted run slow or short of goodput for a while, windows at and near the margin, windows
-    with no arrivals, relapses."""
-    r = random.Random(seed)
-    out = []
-    for _ in range(8):
-        tol, hold = r.choice([0.2, 0.25, 0.5]), r.choice([2, 3])
-        rows = []
-        for _k in range(r.randrange(4, 13)):
-            base, good = round(r.uniform(0.1, 0.9), 3), round(r.uniform(2.0, 12.0), 2)
-            if r.random() < 0.1:
-                rows.append((None, None, 0.0, 0.0))
-                continue
-            slow = r.choice([1.0, 1.0, 1.0 + tol, 1.0 + 2 * tol, 1.0 + tol / 2])
-            short = r.choice([1.0, 1.0, 1.0 - tol, 1.0 - 2 * tol, 1.0 - tol / 2])
-            rows.append((base * slow, base, good * short, good))
-        out.append((_hand_series(*rows), tol, hold, DRAWN))
-    return out
-
-
-def _paired_want(windows, tol, hold, p95_pair=None, good_pair=None):
-    """The library's answer on ``windows``; ``p95_pair`` / ``good_pair`` replace a figure's
-    (faulted run's, baseline's) series (the hints read a mistake's answer so)."""
-    p95, base = p95_pair or _pairs(windows, "ttft_p95_s", lambda a, b: [(a, b)])[0]
-    good, base_good = good_pair or _pairs(windows, "goodput_rps", lambda a, b: [(a, b)])[0]
-    return paired_recovery_from_series([w["since_fault_s"] for w in windows], p95, good, base,
-                                       base_good, tol, hold)
-
-
-def check_recovery(recovery_s: Callable) -> str:
-    """Exercise 11: ``recovery_s(windows, tolerance, hold)`` -> seconds from the fault to the
-    first of ``hold`` windows in a row within the margin of the paired baseline, or None."""
-    cases = _recovery_cases()
-    for windows, tol, hold, what in cases + drawn(_recovery_drawn, 11):
-        shown = f"<{len(windows)} windows>, {tol:g}, {hold}"
-        got = call("recovery_s", recovery_s, [dict(w) for w in windows], tol, hold)
-        want = _paired_want(windows, tol, hold)
-        if want is None:
-            if got is not None:
-                value = as_number("recovery_s", shown, got, "seconds since the fault, or None")
-                raise AssertionError(
-                    f"recovery_s({shown}) returned {value:g} s, expected None ({what}): no "
-                    f"{hold} windows in a row are within the margin of the baseline. "
-                    + _window_note(windows, tol, hold, value)
-                    + _recovery_hint(windows, tol, hold, value))
-            continue
-        if got is None:
-            raise AssertionError(f"recovery_s({shown}) returned None, expected {want:g} s "
-                                 f"({what}). " + _window_note(windows, tol, hold, None, want)
-                                 + _recovery_hint(windows, tol, hold, None))
-        value = as_number("recovery_s", shown, got, "seconds since the fault, or None")
-        if not close(value, want):
-            raise AssertionError(f"recovery_s({shown}) returned {value:g} s, expected {want:g} "
-                                 f"s ({what}). " + _window_note(windows, tol, hold, value, want)
-                                 + _recovery_hint(windows, tol, hold, value))
-    return passed("check_recovery", {"hand-made series": HAND_RECOVERY_CASES,
-                                     "simulated faults": len(cases) - HAND_RECOVERY_CASES})
-
-
-def _window_text(w: dict, tol: float) -> str:
-    """One window's figures beside the baseline's and the margin they are held to."""
-    def secs(v):
-        return "none (no arrivals)" if v is None else f"{v:.4g} s"
-    base = w["baseline_ttft_p95_s"] or 0.0
-    inside = _within([w], tol)[0]
-    return (f"the window from {w['since_fault_s']:g} s has p95 TTFT {secs(w['ttft_p95_s'])} "
-            f"against the baseline's {secs(w['baseline_ttft_p95_s'])} (at most "
-            f"{base * (1 + tol):.4g} s within the margin) and goodput {w['goodput_rps']:.4g} "
-            f"requests/s against the baseline's {w['baseline_goodput_rps']:.4g} (at least "
-            f"{w['baseline_goodput_rps'] * (1 - tol):.4g}): "
-            + ("within the margin." if inside else "outside the margin."))
-
-
-def _within(windows, tol) -> list[bool]:
-    return [bool(v) for v in within_margin(
-        np.array([w["ttft_p95_s"] or 0.0 for w in windows], dtype=float),
-        np.array([w["goodput_rps"] for w in windows], dtype=float),
-        np.array([w["baseline_ttft_p95_s"] or 0.0 for w in windows], dtype=float),
-        np.array([w["baseline_goodput_rps"] for w in windows], dtype=float), tol)]
-
-
-def _window_note(windows, tol, hold, got, want=None) -> str:
-    """Which window the learner's answer and the rule part on, with its figures."""
-    starts = [w["since_fault_s"] for w in windows]
-    inside = _within(windows, tol)
-    if got is not None:
-        if not any(close(got, s) for s in starts):
-            return f"{got:g} s is not the start of any window. "
-        k = next(i for i, s in enumerate(starts) if close(got, s))
-        held = windows[k:k + hold]
-        bad = [w for w, ok in zip(held, inside[k:k + hold], strict=True) if not ok]
-        if bad:
-            return "From there, " + _window_text(bad[0], tol) + " "
-        if len(held) < hold:
-            return (f"From there only {len(held)} windows are left before the series ends, not "
-                    f"{hold}. ")
-    if want is not None:
-        k = next(i for i, s in enumerate(starts) if close(want, s))
-        if got is not None and got > want:
-            return (f"The {hold} windows from {want:g} s are all within the margin; the first: "
-                    + _window_text(windows[k], tol) + " ")
-        return (f"The recovery starts at {want:g} s: " + _window_text(windows[k], tol)
-                + f" So are the {hold - 1} after it. ")
-    return ""
-
-
-def _recovery_hint(windows, tol, hold, got=None) -> str:
-    """Which likely mistake ``got`` matches (never the rule itself). Each mistake changes the
-    series the rule reads (a figure's pair: the faulted run's, the baseline's) into one or more
-    candidates; a mistake is named when one of its candidates gives ``got``."""
-    def same(a, b):
-        return [(a, b)]
-
-    def levels(a, b):       # one level for every window: a window's baseline, the mean, median
-        seen = [0.0 if math.isnan(v) else v for v in b]
-        if not seen:
-            return []
-        return [(a, [lv] * len(b)) for lv in
-                sorted({*seen, float(np.mean(seen)), float(np.median(seen))})]
-
-    def first(a, b):        # the first window's baseline for every window
-        return [(a, [b[0]] * len(b))] if b else []
-
-    mistakes = (
-        (1, same, same, "One window within the margin is not a recovery yet: it must last."),
-        (hold, same, lambda a, b: [(b, b)],
-         "A window is within the margin only when both of its figures are."),
-        (hold, lambda a, b: [([v * (1 + 1e-9) for v in a], b)],
-         lambda a, b: [([v * (1 - 1e-9) for v in a], b)],
-         "A figure exactly at the margin is within it."),
-        (hold, lambda a, b: [([math.inf if math.isnan(v) else v for v in a], b)], same,
-         "A window nobody arrived in has nobody late."),
-        (hold, levels, same, "Hold each window to the baseline's same window, not to one level "
-                             "for all of them."),
-        (hold, first, first, "Hold each window to the baseline's same window, not to one level "
-                             "for all of them."),
-    )
-    said = []
-    for h, p95_change, good_change, hint in mistakes:
-        if hint in said:
-            continue
-        for p95_pair in _pairs(windows, "ttft_p95_s", p95_change):
-            if any(_agrees(got, _paired_want(windows, tol, h, p95_pair, good_pair))
-                   for good_pair in _pairs(windows, "goodput_rps", good_change)):
-                said.append(hint)
-                break
-    if said:
-        return " Or: ".join(said)
-    return ("Go through the windows from the start: which is the first that begins a run of "
-            f"{hold} within the margin?")
-
-
-def _pairs(windows, key, change) -> list[tuple[list, list]]:
-    """A figure's (faulted run's, baseline's) series, as ``change`` turns them into candidates
-    (None read as NaN)."""
-    def series(k):
-        return [math.nan if w[k] is None else w[k] for w in windows]
-    return change(series(key), series(f"baseline_{key}"))
-
-
-def _agrees(got, alt) -> bool:
-    return (alt is None and got is None) or (alt is not None and got is not None
-                                             and close(got, alt))
 
 
 # --------------------------------------------------------------------------- exercise 12

@@ -144,7 +144,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
               ("schedatrix.serving.figures.metrics:figures",
                "schedatrix.serving.figures.metrics:gap_quantiles")),
     )),
-    Exercise("11_recovery", "recovery time against the paired baseline", (
+    Exercise("11_recovery", "a recovery rule designed against the paired baseline", (
         Check("check_recovery", ("recovery_s",),
               ("schedatrix.serving.figures.recovery:paired_recovery_from_series",
                "schedatrix.serving.figures.recovery:within_margin",

@@ -3,7 +3,7 @@
 A thin layer over the simulator's fault schedule (:mod:`schedatrix.serving.cluster.faults`) and its
 recovery figures (:mod:`schedatrix.serving.figures.recovery`). The knobs (the fault's kind, its
 target as buttons to click, when it strikes, how long it stays down) redraw the timeline at once:
-one row per replica, the fault's downtime, the router's health-check delay, the weights reloading.
+one row per replica, the fault's downtime, the router's health-check delay, the restart.
 The run itself is heavy (the load twice: without the fault and with it; the run without it
 once per load and design), so it waits for the Run button and moves a progress bar; then the
 windowed p95 TTFT and goodput of both runs are drawn with the fault marked, and the fault's
@@ -101,10 +101,10 @@ def fault_study(requests: Requests, design: Design, fault: Fault,
     return study
 
 
-def reload_s(design: Design, resilience: Resilience) -> float:
-    """Seconds a restarted replica spends loading its weights (weights per GPU / GB/s)."""
-    return model(design.model).weight_bytes / design.gpus_per_replica / 1e9 / \
-        resilience.weight_load_gb_s
+def restart_s(design: Design, resilience: Resilience) -> float:
+    """Seconds a restarted replica takes before it serves (engine start, weights per GPU at
+    the restart's rate, compile, graph capture, warm-up: ``resilience.restart``)."""
+    return resilience.restart.total_s(model(design.model).weight_bytes / design.gpus_per_replica)
 
 
 def _png(fig) -> bytes:
@@ -225,12 +225,12 @@ class FaultApp:
         """What the fault will do, in words (before the run)."""
         hit = self.hit_replicas(fault)
         who = ", ".join(str(r) for r in hit)
-        back = fault.at_s + fault.down_s + reload_s(self.design, self.resilience)
+        back = fault.at_s + fault.down_s + restart_s(self.design, self.resilience)
         left = len(self.layout.replicas) - len(hit)
         if fault.kind == "drain":
             return (f"Replica {who} takes nothing new from {fault.at_s:g} s, finishes what it "
                     f"holds, then restarts: back {fault.down_s:g} s after it empties plus "
-                    f"{reload_s(self.design, self.resilience):.1f} s to load its weights. "
+                    f"{restart_s(self.design, self.resilience):.1f} s to restart. "
                     f"Nothing should be lost.")
         noticed = fault.at_s + self.resilience.health_check_s
         where = (f"retries the lost requests on the {left} replica{'s' * (left != 1)} left"
@@ -239,8 +239,8 @@ class FaultApp:
         return (f"Replica{'s' * (len(hit) != 1)} {who} crash{'es' * (len(hit) == 1)} at "
                 f"{fault.at_s:g} s; the router notices at {noticed:g} s (health checks every "
                 f"{self.resilience.health_check_s:g} s) and {where}; back at {back:.1f} s "
-                f"({fault.down_s:g} s down plus {reload_s(self.design, self.resilience):.1f} s "
-                f"loading weights).")
+                f"({fault.down_s:g} s down plus {restart_s(self.design, self.resilience):.1f} s "
+                f"restarting).")
 
     def redraw_timeline(self) -> None:
         """The timeline of the fault the knobs describe (cheap: no simulation)."""
@@ -253,13 +253,13 @@ class FaultApp:
 
     def _timeline_png(self, fault: Fault) -> bytes:
         """The timeline's picture. The figure is built once (one row per replica, three bars
-        each: unnoticed, down, loading weights); a redraw moves the bars and renders it."""
+        each: unnoticed, down, restarting); a redraw moves the bars and renders it."""
         if self._timeline is None:
             self._timeline = self._timeline_figure()
         fig, bars, title = self._timeline
         hit = set(self.hit_replicas(fault))
         check = self.resilience.health_check_s
-        load_s = reload_s(self.design, self.resilience)
+        load_s = restart_s(self.design, self.resilience)
         if fault.kind == "drain":     # draining, then restarting: one bar
             spans = ((fault.at_s, fault.down_s, "#f2a93b"), (0, 0, None), (0, 0, None))
         else:
@@ -274,7 +274,7 @@ class FaultApp:
                 if color:
                     bar.set_color(color)
         label = ("drain: empties, then restarts" if fault.kind == "drain" else
-                 "dark: crashed, router unaware; red: down; orange: loading weights")
+                 "dark: crashed, router unaware; red: down; orange: restarting")
         title.set_text(f"{fault.text()}  ({label})")
         return _png(fig)
 

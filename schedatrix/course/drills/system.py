@@ -21,6 +21,7 @@ import random
 from ...errors import InputError
 from ...serving.cluster.deployment import Design
 from ...serving.cluster.faults import Resilience
+from ...serving.cluster.restart import WEIGHT_SOURCES, RestartCosts
 from ...serving.perf.model import PerfModel, allowed_tp
 from ...serving.replica.kv_cache import KVCache
 from ...serving.studies.queueing import in_system, mg1
@@ -209,31 +210,39 @@ def kv_move(rep, r: random.Random) -> Question | None:
 
 
 def recovery(rep, r: random.Random) -> Question | None:
-    """Seconds from a worker's crash until its replica serves again: down, then the weights
-    loaded back."""
+    """Seconds from a worker's crash until its replica serves again: down, then the restart's
+    phases (engine start, the weights read from where they are kept, compile, CUDA-graph
+    capture, warm-up)."""
     m, g, tp = rep.model, rep.gpu, rep.tp
     try:
         perf = PerfModel(m, g, tp=tp)
     except InputError:
         return None
     res = Resilience(health_check_s=_pick(r, (2.0, 5.0, 10.0)),
-                     weight_load_gb_s=_pick(r, (2.0, 5.0, 10.0, 25.0)))
+                     restart=RestartCosts(weights_from=_pick(r, tuple(WEIGHT_SOURCES))))
     down = _pick(r, (10, 20, 30, 60))
-    # what the simulator waits after DOWN: the side's weights per GPU at the load rate
-    back = down + perf.weights_bytes_per_gpu / (res.weight_load_gb_s * 1e9)
+    rs = res.restart
+    phases = rs.phases_s(perf.weights_bytes_per_gpu)
+    fixed = phases["engine start"] + phases["compile"] + phases["graph capture"] + \
+        phases["warm-up"]
+    # what the simulator waits after DOWN: the restart's phases, the weights per GPU at its rate
+    back = down + rs.total_s(perf.weights_bytes_per_gpu)
     return Question(
         "recovery",
         f"The worker of this replica crashes. The router notices {res.health_check_s:g} s "
-        f"later; the worker's process is back {down} s after the crash, and then each GPU "
-        f"loads its share of the weights ({perf.weights_bytes_per_gpu / 1e9:,.2f} GB) at "
-        f"{res.weight_load_gb_s:g} GB/s, all GPUs at once. How many seconds after the crash "
-        "does the replica serve again?",
+        f"later; the worker's process is restarted {down} s after the crash. The restart: "
+        f"the engine starts ({rs.engine_start_s:g} s), each GPU reads its share of the "
+        f"weights ({perf.weights_bytes_per_gpu / 1e9:,.2f} GB) from {rs.weights_from} at "
+        f"{rs.load_gb_s:g} GB/s, all GPUs at once, then compile ({rs.compile_s:g} s), CUDA-graph "
+        f"capture ({rs.graph_capture_s:g} s) and warm-up ({rs.warmup_s:g} s). How many seconds "
+        "after the crash does the replica serve again?",
         back, "figure",
-        f"{down} s down + {perf.weights_bytes_per_gpu / 1e9:,.2f} GB / "
-        f"{res.weight_load_gb_s:g} GB/s = {back:,.1f} s (the health check decides only when "
-        "lost requests are retried elsewhere).",
-        "The reload runs on every GPU at once, each its own share. The health check is when "
-        "the router stops sending there, not when the replica is back.",
+        f"{down} s down + {fixed:g} s of engine start, compile, capture and warm-up + "
+        f"{perf.weights_bytes_per_gpu / 1e9:,.2f} GB / {rs.load_gb_s:g} GB/s = {back:,.1f} s "
+        "(the health check decides only when lost requests are retried elsewhere).",
+        "The weights are read on every GPU at once, each its own share; the restart's other "
+        "phases do not shrink with more GPUs. The health check is when the router stops "
+        "sending there, not when the replica is back.",
         unit="s", rel_tolerance=0.01,
     )
 

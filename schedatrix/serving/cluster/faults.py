@@ -2,15 +2,16 @@
 
 Faults, as the command line writes them (times in seconds from the run's start):
 
-- ``worker:REPLICA@T+DOWN``: replica REPLICA's worker crashes at T; it is back DOWN seconds
-  later plus the time to load its weights again (weights per GPU / ``weight_load_gb_s``);
+- ``worker:REPLICA@T+DOWN``: replica REPLICA's worker crashes at T; its restart begins DOWN
+  seconds later, and it serves again once the restart is done (engine start, its weights
+  read back, compile, CUDA-graph capture, warm-up: :class:`~.restart.RestartCosts`);
 - ``node:NODE@T+DOWN``: node NODE fails: every replica with a GPU on it crashes (a TP or PP
   group spanning nodes too);
 - ``link:NODE@T+DOWN[:SLOWDOWN]``: node NODE's link to the other nodes is down (no SLOWDOWN)
   or SLOWDOWN times slower for DOWN seconds: pipeline stages sending across it and KV moves
   of a prefill/decode split crossing it wait for it (down) or slow down;
 - ``drain:REPLICA@T[+DOWN]``: from T the router sends REPLICA nothing new; it finishes what it
-  holds, then leaves (for good, or restarts: back DOWN seconds plus weight loading later). A
+  holds, then leaves (for good, or restarts: back DOWN seconds plus its restart later). A
   rolling restart is a sequence of drains.
 
 Recovery (:class:`Resilience`): the router notices a crashed replica ``health_check_s`` after
@@ -23,11 +24,12 @@ crash is noticed, after a backoff of ``backoff_s x 2^(attempt - 1)``; a request 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...errors import InputError
 from ..numbers import check_int, check_real
 from .layout import Layout
+from .restart import RestartCosts
 
 __all__ = ["Fault", "Resilience", "parse_fault", "check_faults", "KINDS"]
 
@@ -93,18 +95,19 @@ def parse_fault(text: str) -> Fault:
 
 @dataclass(frozen=True)
 class Resilience:
-    """How the fleet notices and recovers from a crash (seconds and GB/s)."""
+    """How the fleet notices and recovers from a crash (seconds), and what a restart costs."""
 
     health_check_s: float = 5.0
     retry_budget: int = 3
     backoff_s: float = 0.5
-    weight_load_gb_s: float = 5.0
+    restart: RestartCosts = field(default_factory=RestartCosts)
 
     def __post_init__(self):
         check_real("health_check_s", self.health_check_s, 0.0, 1e6)
         check_int("retry_budget", self.retry_budget, 0, 1000)
         check_real("backoff_s", self.backoff_s, 0.0, 1e6)
-        check_real("weight_load_gb_s", self.weight_load_gb_s, 0.0, 1e6, low_open=True)
+        if not isinstance(self.restart, RestartCosts):
+            raise InputError(f"restart must be a RestartCosts, got {self.restart!r}")
 
 
 def check_faults(faults, layout: Layout) -> tuple[Fault, ...]:

@@ -262,6 +262,12 @@ class Driver:
                 "kv_blocks": total, "up": bool(sim.up[r]) and not sim.draining[r]
                 and not sim.gone[r]}
 
+    def prefix_cache(self, r: int) -> tuple[int, int]:
+        """Replica r's prefix cache so far, as vLLM V1 counts it: prompt tokens looked up
+        (queries) and tokens found cached (hits); (0, 0) with prefix caching off."""
+        engines = self.sim.engines[r]
+        return (sum(e.lookup_tokens for e in engines), sum(e.hit_tokens for e in engines))
+
     def preemptions(self) -> int:
         return int(np.frombuffer(self.sim.preemptions, dtype=np.int64)[:self.used].sum())
 

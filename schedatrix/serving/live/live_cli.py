@@ -162,16 +162,28 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
 
     p = sub.add_parser(
         "measured", conflict_handler="resolve",
-        help="a benchmark's per-request results beside the simulation of the same load",
+        help="a benchmark's per-request results beside the simulation of the same "
+             "load; --load-out writes the load as a client's input",
         description="Read per-request results (serving bench's --out folder or requests.json; "
-                    "vLLM's bench serve --save-result --save-detailed JSON) and show p50/p95 "
+                    "vLLM's bench serve --save-result --save-detailed JSON; AIPerf's "
+                    "profile_export.jsonl; GuideLLM's benchmarks.json) and show p50/p95 "
                     "TTFT, ITL, TPOT, goodput and SLO attainment, overall and per class, beside "
                     "serving run's of the scenario's load on its design, with the distance "
-                    "(measured / simulated - 1). Needs no extra.")
-    p.add_argument("results", metavar="RESULTS", help="a results file or a bench's --out folder")
+                    "(measured / simulated - 1). --load-out FILE writes the scenario's load as "
+                    "a Mooncake trace (timestamp ms, input_length, output_length, hash_ids) "
+                    "that AIPerf replays on a fixed schedule; RESULTS may then be left out. "
+                    "Needs no extra.")
+    p.add_argument("results", nargs="?", metavar="RESULTS",
+                   help="a results file or a client's output folder")
     p.add_argument("scenario", nargs="?", metavar="SCENARIO.toml",
                    help="the load and design that were measured")
     p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
+    p.add_argument("--benchmark", type=_positive(int, "--benchmark"), metavar="N",
+                   help="which benchmark of a GuideLLM report (1 = its first; needed when it "
+                        "holds several, a sweep)")
+    p.add_argument("--load-out", metavar="FILE",
+                   help="write the scenario's load as a Mooncake trace (JSON lines) for "
+                        "AIPerf's --custom-dataset-type mooncake_trace --fixed-schedule")
     _add_scenario_flags(p)
     _not_offered(p, {"runs", "max_runs", "quiet"},
                  "serving measured compares the results with one simulated run (--seed), "
@@ -179,6 +191,31 @@ def add_live_parsers(sub, add_scenario_flags, make_scenario, finish) -> None:
     next(a for a in p._actions if a.dest == "out").help = (
         "write report.md (the table printed) and result.json (the --json object)")
     p.set_defaults(func=_cmd_measured, make_scenario=make_scenario)
+
+    p = sub.add_parser(
+        "calibrate", conflict_handler="resolve",
+        help="fit the model's host and front-end terms to measured per-request results; write "
+             "a --calibration file",
+        description="Replay each results file's completed requests (serving bench's, AIPerf's "
+                    "profile_export.jsonl, GuideLLM's benchmarks.json: files with send times) "
+                    "on the design that was measured, fit the host's time per iteration to "
+                    "their TPOT and the front end and tokenization to their TTFT, print the "
+                    "fit's error on held-out rows (every --held-out-every-th), and write the "
+                    "terms to --out, which --calibration loads in every serving command. "
+                    "Needs no extra.")
+    p.add_argument("inputs", nargs="+", metavar="RESULTS",
+                   help="results files or folders (and at most one SCENARIO.toml: the design "
+                        "measured)")
+    p.add_argument("--design", metavar="NAME", help="which of the scenario's designs")
+    p.add_argument("--benchmark", type=_positive(int, "--benchmark"), metavar="N",
+                   help="which benchmark of a GuideLLM report (1 = its first)")
+    p.add_argument("--held-out-every", type=_positive(int, "--held-out-every"), default=4,
+                   metavar="K", help="hold every K-th request out of the fit to report its "
+                                     "error (default 4; at least 2)")
+    _add_scenario_flags(p)
+    p.add_argument("--out", metavar="CAL.toml", required=True,
+                   help="the calibration file to write")
+    p.set_defaults(func=_cmd_calibrate, make_scenario=make_scenario, scenario=None)
 
 
 # -- emulate ------------------------------------------------------------------------------------
@@ -322,14 +359,42 @@ def _first_model(url: str, api_key: str | None) -> str:
 
 # -- measured -----------------------------------------------------------------------------------
 
+def _positionals(args) -> None:
+    """``measured --load-out FILE SCENARIO.toml``: one positional is then the scenario."""
+    if args.load_out and args.scenario is None and args.results is not None and \
+            str(args.results).endswith(".toml"):
+        args.scenario, args.results = args.results, None
+    if args.results is None and not args.load_out:
+        raise InputError("RESULTS: a results file or folder is needed (or --load-out FILE to "
+                         "write the scenario's load)")
+
+
 def _cmd_measured(args) -> int:
     from ..figures.metrics import figures
     from ..sim.simulate import simulate
     from .results import COMPARED, compare, measured_figures, read_results
-    results = read_results(args.results)
+    _positionals(args)
+    results = read_results(args.results, args.benchmark) if args.results else None
     scenario = args.make_scenario(args, one_design=True)
     design = scenario.designs[0]
     req = scenario.make_requests()(scenario.seed)
+    written = None
+    if args.load_out:
+        from .load_out import write_mooncake
+        written = {"file": str(args.load_out), "requests": write_mooncake(req, args.load_out),
+                   "format": "mooncake", "classes_merged": len(req.classes)
+                   if len(req.classes) > 1 else None}
+        if not args.json:
+            merged = (f"; its {len(req.classes)} SLO classes merged (a trace has none)"
+                      if len(req.classes) > 1 else "")
+            print(f"load: {written['requests']:,} requests written to {args.load_out} "
+                  f"(Mooncake trace){merged}")
+            print(f"  replay: aiperf profile --input-file {args.load_out} "
+                  "--custom-dataset-type mooncake_trace --fixed-schedule ...")
+        if results is None:
+            if args.json:
+                print(json.dumps({"load_out": written}, allow_nan=False))
+            return 0
     run = simulate(req, design, scenario.implementation, scenario.faults, scenario.resilience)
     classes = req.classes
     names = ["all", *(c.name for c in classes)]
@@ -345,6 +410,8 @@ def _cmd_measured(args) -> int:
             "measured_requests": len(results.measured), "simulated_requests": len(req),
             "note": note or None, "compared": rows,
             "distance": "measured / simulated - 1"}
+    if written:
+        data["load_out"] = written
     lines = [f"measured: {results.source} ({results.format}, "
              f"{len(results.measured):,} requests)",
              f"simulated: {design.name} on {scenario.load.describe()}"]
@@ -361,10 +428,95 @@ def _cmd_measured(args) -> int:
     if args.out:
         from ..reports.measured_report import write_measured_report
         report = write_measured_report(args.out, data, lines)[0]
+    if written and not args.json:
+        print()
     print(json.dumps(data, allow_nan=False) if args.json else "\n".join(lines))
     if args.out and not args.json:
         print(f"report: {report}")
     return 0
+
+
+def _observed(results):
+    """A results file's completed requests with send times, for the fit."""
+    import numpy as np
+
+    from ..studies.calibrate import Observed
+    from .measure import OK
+    if results.duration_s is not None:
+        raise InputError(f"RESULTS {results.source}: vLLM's bench serve result has no send "
+                         "times, so its requests cannot be replayed; calibrate from serving "
+                         "bench's, AIPerf's or GuideLLM's results")
+    ms = [m for m in results.measured if m.state == OK and m.sent_s == m.sent_s]
+
+    def col(f):
+        return np.array([f(m) for m in ms], dtype=float)
+
+    return Observed(results.source, col(lambda m: m.sent_s), col(lambda m: m.prompt_tokens),
+                    col(lambda m: m.output_tokens), col(lambda m: m.ttft_s),
+                    col(lambda m: m.tpot_s))
+
+
+def _cmd_calibrate(args) -> int:
+    from ..intake.calibration_file import calibration_toml
+    from ..studies.calibrate import calibrate
+    from .results import read_results
+    tomls = [x for x in args.inputs if str(x).endswith(".toml")]
+    if len(tomls) > 1:
+        raise InputError(f"SCENARIO.toml: at most one scenario, got {', '.join(tomls)}")
+    args.scenario = tomls[0] if tomls else None
+    files = [x for x in args.inputs if x not in tomls]
+    if not files:
+        raise InputError("RESULTS: at least one results file or folder is needed")
+    if args.held_out_every < 2:
+        raise InputError(f"--held-out-every must be at least 2, got {args.held_out_every}")
+    out = Path(args.out)
+    if out.is_dir():
+        raise InputError(f"--out {args.out!r}: a folder; give a file name (cal.toml)")
+    results = [read_results(x, args.benchmark) for x in files]
+    scenario = args.make_scenario(args, one_design=True)
+    design = scenario.designs[0]
+    sources = ", ".join(r.source for r in results)
+    fit = calibrate([_observed(r) for r in results], design, args.held_out_every,
+                    scenario.implementation, source=sources)
+    cal = fit.calibration
+    about = {"fitted_to": sources, "design": f"{design.model} on {design.gpu}, "
+             f"{design.label()}", "engine": design.engine,
+             "async_scheduling": design.async_on()}
+    try:
+        out.write_text(calibration_toml(cal, about))
+    except OSError as err:
+        raise InputError(f"--out {args.out!r}: cannot write ({err.strerror})") from None
+    given, host = design.client(), design.perf().host
+    terms = {"host_step_s": [cal.host_step_s, host.step_s],
+             "front_end_s": [cal.client_path.front_end_s, given.front_end_s + given.egress_s],
+             "tokenize_s_per_token": [cal.client_path.tokenize_s_per_token,
+                                      given.tokenize_s_per_token]}
+    if args.json:
+        print(json.dumps({"calibration": str(out), "terms": {
+            k: {"fitted": a, "design": b} for k, (a, b) in terms.items()},
+            "errors": fit.errors, "rows": fit.rows, "held_out_rows": fit.held_out,
+            "notes": list(fit.notes)}, allow_nan=False))
+        return 0
+    print(f"calibrated {design.model} on {design.gpu} ({design.label()}) to "
+          f"{fit.rows + fit.held_out:,} requests of {len(results)} file(s)")
+    print(f"  {'term':22s} {'fitted':>10s} {'design':>10s}")
+    for k, (a, b) in terms.items():
+        scale, unit = (1e6, "us") if k.endswith("per_token") else (1e3, "ms")
+        text = "-" if a is None else f"{a * scale:.3g} {unit}"
+        print(f"  {k:22s} {text:>10s} {b * scale:>7.3g} {unit}")
+    e = fit.errors
+    print(f"error on {fit.held_out:,} held-out requests (median |simulated / measured - 1|):")
+    for k in ("ttft", "tpot"):
+        a, b = e[f"{k}_held_out_before"], e[f"{k}_held_out_after"]
+        print(f"  {k.upper()}: {_pct(a)} with the design's terms, {_pct(b)} calibrated")
+    for note in fit.notes:
+        print(f"note: {note}")
+    print(f"written: {out} (load it with --calibration {out})")
+    return 0
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.1%}"
 
 
 def _fmt(key: str, v) -> str:

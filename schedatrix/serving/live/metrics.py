@@ -3,9 +3,12 @@
 The names, types, labels (``model_name``, ``engine``: here one engine per replica) and
 histogram buckets are vLLM V1's (its Production Metrics page and ``vllm/v1/metrics/
 loggers.py``), so a dashboard or autoscaler built on a vLLM deployment reads the emulator
-unchanged. Times are the model's seconds (wall seconds x ``--speed``). The state gauges and the
-preemption count are read from the fleet at each scrape; the histograms and token counters
-are filled as requests run. Needs ``prometheus_client`` (the ``live`` extra).
+unchanged. Times are the model's seconds (wall seconds x ``--speed``). The state gauges, the
+preemption count and the prefix cache's counters (``vllm:prefix_cache_queries``: prompt tokens
+looked up; ``vllm:prefix_cache_hits``: tokens found cached, as V1's ``PrometheusStatLogger``
+names and counts them; 0 with ``--prefix-block-tokens`` off) are read from the fleet at each
+scrape; the histograms and token counters are filled as requests run. Needs
+``prometheus_client`` (the ``live`` extra).
 """
 
 from __future__ import annotations
@@ -49,6 +52,12 @@ class _FleetState:
         pre = CounterMetricFamily("vllm:num_preemptions",
                                   "Cumulative number of preemption from the engine.",
                                   labels=_LABELS)
+        queries = CounterMetricFamily("vllm:prefix_cache_queries",
+                                      "Prefix cache queries, in terms of number of queried "
+                                      "tokens.", labels=_LABELS)
+        hits = CounterMetricFamily("vllm:prefix_cache_hits",
+                                   "Prefix cache hits, in terms of number of cached tokens.",
+                                   labels=_LABELS)
         used = d.used
         if used:
             sim = d.sim
@@ -64,7 +73,10 @@ class _FleetState:
             waiting.add_metric(labels, s["waiting"])
             kv.add_metric(labels, s["kv_used_blocks"] / s["kv_blocks"] if s["kv_blocks"] else 0)
             pre.add_metric(labels, float(per[r]))
-        yield from (running, waiting, kv, pre)
+            q, h = d.prefix_cache(r)
+            queries.add_metric(labels, float(q))
+            hits.add_metric(labels, float(h))
+        yield from (running, waiting, kv, pre, queries, hits)
 
 
 class Metrics:

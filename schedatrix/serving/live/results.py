@@ -9,10 +9,14 @@ Formats read:
   request ``input_lens``, ``output_lens``, ``ttfts`` (seconds), ``itls`` (a list of seconds per
   request) and ``errors`` (empty for a success), and the run's ``duration`` (seconds). Its
   requests carry no send times, so figures that need them (queue time, requests in the system)
-  are not given, and the rates divide by its ``duration``.
+  are not given, and the rates divide by its ``duration``;
+- **aiperf**: AIPerf's per-request export, ``profile_export.jsonl`` (:mod:`.aiperf_export`);
+- **guidellm**: GuideLLM's report, ``benchmarks.json``, one benchmark of it
+  (:mod:`.guidellm_report`).
 
-Other clients' files (AIPerf's profile export, GuideLLM's report) are refused by name: not read
-yet. Each request becomes a :class:`~.measure.Measured` (its chunk times rebuilt from TTFT and
+A folder is read for the first of ``requests.json``, ``profile_export.jsonl`` and
+``benchmarks.json`` it holds; a file's format is told from its content. Each request becomes a
+:class:`~.measure.Measured` (its chunk times rebuilt from TTFT and
 its gaps), so the figures are computed by the code that computes ``serving run``'s
 (:func:`~schedatrix.serving.figures.metrics.figures`). Pure Python: no extra needed.
 """
@@ -29,9 +33,11 @@ import numpy as np
 from ...errors import InputError
 from ..figures.metrics import figures
 from ..load.requests import DEFAULT_CLASS, Requests
+from .aiperf_export import looks_like_aiperf, read_aiperf
+from .guidellm_report import looks_like_guidellm, read_guidellm
 from .measure import ERROR, OK, Measured, as_run
 
-__all__ = ["Results", "read_results", "measured_figures", "COMPARED", "compare"]
+__all__ = ["Results", "read_results", "FOLDER_FILES", "measured_figures", "COMPARED", "compare"]
 
 #: The figures put side by side (seconds, requests per second, shares).
 COMPARED = ("completed", "failed", "ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "tpot_p50",
@@ -49,18 +55,40 @@ class Results:
     duration_s: float | None = None
 
 
-def read_results(path: str | Path) -> Results:
-    """The per-request results in ``path`` (a file, or a bench's ``--out`` folder)."""
+#: What a folder of results is read for, in this order.
+FOLDER_FILES = ("requests.json", "profile_export.jsonl", "benchmarks.json")
+_FORMATS = ("schedatrix's bench, vLLM's bench serve --save-result --save-detailed, AIPerf's "
+            "profile_export.jsonl, GuideLLM's benchmarks.json")
+
+
+def read_results(path: str | Path, benchmark: int | None = None) -> Results:
+    """The per-request results in ``path`` (a file, or a client's output folder);
+    ``benchmark`` picks one benchmark of a GuideLLM report (1-based)."""
     p = Path(path)
     if p.is_dir():
-        p = p / "requests.json"
+        p = next((p / f for f in FOLDER_FILES if (p / f).is_file()), p / FOLDER_FILES[0])
     if not p.is_file():
-        raise InputError(f"RESULTS {str(path)!r}: no such file (a bench's --out folder, its "
-                         "requests.json, or vLLM's bench serve --save-result file)")
+        raise InputError(f"RESULTS {str(path)!r}: no such file (one of {_FORMATS}, or the "
+                         "folder holding it)")
     try:
-        data = json.loads(p.read_text())
-    except (ValueError, UnicodeDecodeError) as err:
-        raise InputError(f"RESULTS {str(path)!r}: not JSON ({err})") from None
+        text = p.read_text()
+    except UnicodeDecodeError as err:
+        raise InputError(f"RESULTS {str(path)!r}: not text ({err})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        lines = text.splitlines()
+        first = next((x for x in lines if x.strip()), "")
+        try:
+            head = json.loads(first)
+        except ValueError:
+            head = None
+        if looks_like_aiperf(head):
+            return Results(str(p), "aiperf", read_aiperf(lines, p))
+        raise InputError(f"RESULTS {str(path)!r}: not JSON, nor JSON lines of AIPerf's "
+                         f"records ({err})") from None
+    if looks_like_aiperf(data):                       # a one-line export
+        return Results(str(p), "aiperf", read_aiperf([text], p))
     if isinstance(data, dict) and "requests" in data and "bench" in data:
         data = data["requests"]
     if isinstance(data, list):
@@ -70,12 +98,13 @@ def read_results(path: str | Path) -> Results:
     if isinstance(data, dict) and any(k in data for k in ("input_lens", "mean_ttft_ms")):
         raise InputError(f"RESULTS {str(path)!r}: vLLM's result without per-request figures; "
                          "run vllm bench serve with --save-result --save-detailed")
-    if isinstance(data, dict) and ("benchmarks" in data or "records" in data):
-        raise InputError(f"RESULTS {str(path)!r}: GuideLLM's or AIPerf's export is not read "
-                         "yet; the formats read are schedatrix's bench and vLLM's bench serve "
-                         "--save-detailed")
-    raise InputError(f"RESULTS {str(path)!r}: not a format read here (schedatrix's bench, "
-                     "vLLM's bench serve --save-result --save-detailed)")
+    if looks_like_guidellm(data):
+        return Results(str(p), "guidellm", read_guidellm(data, p, benchmark))
+    if isinstance(data, dict) and "request_latency" in data and "records" not in data:
+        raise InputError(f"RESULTS {str(path)!r}: AIPerf's aggregate export "
+                         "(profile_export_aiperf.json) has no per-request figures; give its "
+                         "profile_export.jsonl")
+    raise InputError(f"RESULTS {str(path)!r}: not a format read here ({_FORMATS})")
 
 
 def _number(x, where: str) -> float:
@@ -138,7 +167,8 @@ def _from_vllm(data: dict, p: Path) -> Results:
 
 def measured_figures(results: Results, classes=(DEFAULT_CLASS,)) -> list[dict]:
     """The figures of what was measured: overall, then per class (``classes``: the scenario's,
-    by index; every request of vLLM's file is its first), as ``serving run``'s JSON has them."""
+    by index; every request of another client's file is its first), as ``serving run``'s JSON
+    has them."""
     ms = results.measured
     n = len(ms)
     classes = tuple(classes)

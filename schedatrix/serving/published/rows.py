@@ -102,13 +102,21 @@ _NIM_PAGE: tuple[tuple[int, int, int, float, float], ...] = (
 )
 
 
+#: The benchmark process the page names ("Using AIPerf to Benchmark"): its sweep runs
+#: ``aiperf profile --concurrency C --request-count $((C * 3))`` with no warm-up count and reads
+#: ``time_to_first_token['avg']`` from profile_export_aiperf.json, the mean over all 3 x C
+#: requests (https://docs.nvidia.com/nim/benchmarking/llm/latest/quickstart.html, 'Sweep Use
+#: Cases' and 'Analyze Output').
+_NIM_REQUESTS_PER_USER = 3
+
+
 def _nim_rows(inp: int, out: int, users: int, ttft: float, itl: float) -> tuple:
     base = f"nim-h100-70b-fp8-tp2-u{users}-{inp}-{out}"
-    note = ("FP8; a closed loop of `users` clients (AIPerf's concurrency), no think time; the "
-            "page's figure read as the mean over requests")
+    note = ("FP8; a closed loop of `users` clients (AIPerf's concurrency), no think time, 3 "
+            "requests a user (NIM's sweep); the page's figure read as the mean over them all")
     return tuple(Published(f"{base}-{k}", _NIM_SWEEP, "tensorrt-llm", "llama-3.1-70b",
                            "h100-80gb", 2, f"online_{k}", 1, inp, out, v, "ms", note,
-                           dtype="fp8", users=users, requests=max(4 * users, 40),
+                           dtype="fp8", users=users, requests=_NIM_REQUESTS_PER_USER * users,
                            statistic="mean")
                  for k, v in (("ttft", ttft), ("itl", itl)))
 

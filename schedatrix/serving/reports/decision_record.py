@@ -210,7 +210,8 @@ _RUNBOOK = {
                "router notices are lost too; all are retried elsewhere",
                "Confirm the router has taken it out (health checks); watch retries and the "
                "other replicas' queues; if requests fail, raise the retry budget or add spare "
-               "capacity; bring the replica back (restart, weights load) before the next peak."),
+               "capacity; a restart takes a minute or more (engine start, weights, CUDA "
+               "graphs): keep the capacity to carry the load without the replica that long."),
     "node": ("A node fails: every replica with a GPU on it crashes (TP or PP groups spanning it "
              "too).",
              "every request on those replicas is lost and retried on the replicas left; with "
@@ -279,7 +280,7 @@ def runbook(results: list[Accepted], plots: dict[str, str] | None = None) -> str
         if f.kind in ("worker", "node"):
             lines.append("- detection: the router stops sending to a crashed replica after its "
                          "health-check delay; the replica is back after its downtime plus "
-                         "reloading its weights"
+                         "its restart (engine start, weights, compile, graph capture, warm-up)"
                          + (f" (here at {solo.until_s:g} s)" if solo.until_s else ""))
         tolerated = "nothing lost" + (
             ", nothing failed" if not solo.failed else f", but {solo.failed} requests failed")

@@ -58,7 +58,11 @@ schedule = ["worker:0@120+30", "link:1@200+30:4", "drain:2@300+20"]
 health_check_s = 5          # the router notices a crash after this long
 retry_budget = 3
 backoff_s = 0.5             # a retry waits backoff_s x 2^(attempt - 1)
-weight_load_gb_s = 5        # a restarted replica reloads its weights at this rate
+
+[restart]                   # what a restarted replica takes before it serves (restart.py)
+weights_from = "disk"       # page-cache (5 GB/s a GPU) | disk (2) | network (0.5)
+weight_load_gb_s = 2        # optional: this rate instead of weights_from's
+engine_start_s = 24         # compile_s = 7.5, graph_capture_s = 17, warmup_s = 9.6 by default
 
 [compare]
 models = ["llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b"]   # optional: how the answer moves
@@ -76,6 +80,7 @@ from pathlib import Path
 from ...errors import InputError
 from ..cluster.deployment import DESIGN_KNOBS, Design, build, design_from_dict
 from ..cluster.faults import Resilience, check_faults, parse_fault
+from ..cluster.restart import RESTART_KEYS, RestartCosts
 from ..intake.footprint import check_fits
 from ..intake.toml_tables import file_path, read_toml, table, tables, unknown
 from ..load.arrivals import Burst
@@ -111,7 +116,7 @@ def source_is_file(where: str) -> bool:
 
 
 _TOP_KEYS = {"load", "classes", "defaults", "designs", "acceptance", "compare", "simulator",
-             "faults", "resilience"}
+             "faults", "resilience", "restart"}
 
 
 @dataclass(frozen=True)
@@ -208,10 +213,15 @@ def scenario_from_dict(data: dict, base: Path | None = None, source: str = "") -
                          f"\"worker:0@60+30\"")
     faults = tuple(parse_fault(x) for x in schedule)
     res_t = table(data, "resilience", where)
-    unknown(res_t, {"health_check_s", "retry_budget", "backoff_s", "weight_load_gb_s"},
-             f"{where}[resilience] ")
+    unknown(res_t, {"health_check_s", "retry_budget", "backoff_s"}, f"{where}[resilience] ")
+    restart_t = table(data, "restart", where)
+    unknown(restart_t, RESTART_KEYS, f"{where}[restart] ")
     try:
-        resilience = Resilience(**res_t)
+        restart = RestartCosts(**restart_t)
+    except InputError as e:
+        raise InputError(f"{where}[restart] {e}") from None
+    try:
+        resilience = Resilience(**res_t, restart=restart)
     except InputError as e:
         raise InputError(f"{where}[resilience] {e}") from None
     for d in designs:

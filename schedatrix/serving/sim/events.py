@@ -184,9 +184,10 @@ class Cluster:
         self.notice_at = [0.0] * nr
         self.epoch = [0] * nr            # crashes so far: a KV move from an older epoch is lost
         self.link: dict[int, tuple[float, float | None]] = {}   # node -> (until, slowdown)
-        # seconds a replica takes to load its weights back after a restart (its side's GPUs)
-        self.load_s = [getattr(self.perfs[plan.role], "weights_bytes_per_gpu", 0.0)
-                       / (policy.resilience.weight_load_gb_s * 1e9) for plan in layout.replicas]
+        # seconds a replica's restart takes (engine start, weights on its side's GPUs, ...)
+        self.restart_s = [policy.resilience.restart.total_s(
+            getattr(self.perfs[plan.role], "weights_bytes_per_gpu", 0.0))
+            for plan in layout.replicas]
         self.faults = check_faults(policy.faults, layout)
         self.fault_log: list[dict] = []
         self.closed = requests.closed_loop
@@ -534,7 +535,7 @@ class Cluster:
         for i in lost:
             self.lost(i, t, r)
         self.push(self.notice_at[r], FAULT, ("notice", r, self.epoch[r]))
-        back = t + down_s + self.load_s[r]
+        back = t + down_s + self.restart_s[r]
         self.push(back, FAULT, ("back", r))
         return back
 
@@ -552,7 +553,7 @@ class Cluster:
         self.up[r] = False
         self.noticed[r] = True
         self.epoch[r] += 1
-        back = t + down + self.load_s[r]
+        back = t + down + self.restart_s[r]
         if entry is not None:
             entry["until_s"] = back
         self.push(back, FAULT, ("back", r))

@@ -3,6 +3,7 @@ harness write for each design (means, intervals, per class, the verdict)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..figures.metrics import Figures
@@ -21,6 +22,11 @@ def finite(v):
         return None
     v = float(v)
     return None if not math.isfinite(v) else v
+
+
+def _plain(v):
+    """A knob as JSON has it (a calibrated client path: its terms)."""
+    return dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
 
 
 def design_json(o: Outcome) -> dict:
@@ -73,7 +79,7 @@ def design_json(o: Outcome) -> dict:
         out["stopped"] = o.stopped
     out["room_to_spare"] = o.room_to_spare
     out["verdict"] = o.verdict()
-    out["design"] = {k: getattr(d, k) for k in d.__dataclass_fields__}
+    out["design"] = {k: _plain(getattr(d, k)) for k in d.__dataclass_fields__}
     return out
 
 

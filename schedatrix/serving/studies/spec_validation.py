@@ -12,8 +12,8 @@ from ..figures.record import COMPLETED
 from ..load.requests import Requests
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.model import PerfModel
-from ..published.spec_rows import SpecPublished, accept_from_length
 from ..perf.spec_decode import SpecPerfModel
+from ..published.spec_rows import SpecPublished, accept_from_length
 from ..sim.engine import simulate_fast
 
 __all__ = ["is_spec", "replay_spec", "SPEC_REQUESTS"]

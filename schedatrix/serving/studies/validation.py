@@ -39,7 +39,7 @@ from .spec_validation import is_spec, replay_spec
 
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
            "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",
-           "SHARE_AIM", "lone_request_s", "online_start_study",
+           "SHARE_AIM", "lone_request_s", "online_run", "online_start_study",
            "gemm_checks"]
 
 #: The engines whose rows are C++ sessions running a static batch with nothing scheduled
@@ -150,28 +150,32 @@ def _run(row: Published, requests: Requests, design: Design, host: HostCosts, wh
     return run
 
 
-def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
-    """The mean TTFT or per-request ITL (ms) of ``row.users`` clients in a closed loop, no think
-    time, ``row.requests`` requests; the first wave (one request a user) is a warm-up and left
-    out. The users start together, as the row's client does (AIPerf's concurrency mode sends
-    every user's first request at once); ``staggered`` spreads their starts evenly over one
-    request's time alone instead (:func:`lone_request_s`), the phases a real client's jitter
-    would leave in the steady state (:func:`online_start_study`)."""
+def online_run(row: Published, host: HostCosts = VLLM_HOST, staggered: bool = False):
+    """The run behind an online row: ``row.users`` clients in a closed loop, no think time,
+    ``row.requests`` requests of the row's lengths on the profile of the engine that measured
+    it (its batch limits, scheduling and capacity policy: TensorRT-LLM's guaranteed no evict)
+    with the client path as for any design. The users start together, as AIPerf's concurrency
+    mode sends them; ``staggered`` spreads their starts evenly over one request's time alone
+    instead (:func:`lone_request_s`, :func:`online_start_study`). The published figures rule
+    out a lockstep of all the users (:mod:`.lockstep_floor`); the spread is not sourced."""
     n = row.requests
     ramp_s = lone_request_s(row, host) if staggered and row.users > 1 else 0.0
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
                         np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16),
                         closed_loop=ClosedLoop(row.users, ramp_s=ramp_s))
     engine_flags(row)                  # refuses an engine it does not know
-    # the profile of the engine that measured the row (its batch limits, scheduling and
-    # capacity policy: TensorRT-LLM's guaranteed no evict), the client path as for any design
-    design = _online_design(row)
-    run = _run(row, requests, design, host)
-    keep = slice(min(row.users, n - 1), None)
+    return _run(row, requests, _online_design(row), host)
+
+
+def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
+    """The mean TTFT or per-request ITL (ms) of :func:`online_run`, every request counted
+    (NIM's sweep reads AIPerf's average over all its ``--request-count`` requests, with no
+    warm-up: :data:`..published.rows._NIM_REQUESTS_PER_USER`)."""
+    run = online_run(row, host, staggered)
     if row.kind == "online_ttft":
-        return float(np.mean((run.first_token_s - run.arrival_s)[keep])) * 1e3
+        return float(np.mean(run.first_token_s - run.arrival_s)) * 1e3
     gaps = (run.done_s - run.first_token_s) / max(row.output_tokens - 1, 1)
-    return float(np.mean(gaps[keep])) * 1e3
+    return float(np.mean(gaps)) * 1e3
 
 
 def _online_design(row: Published) -> Design:
