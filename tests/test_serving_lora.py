@@ -18,7 +18,8 @@ from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.cluster.faults import Fault, Resilience
 from schedatrix.serving.cluster.policy import Policy
 from schedatrix.serving.perf.catalog import model
-from schedatrix.serving.perf.lora import (
+from schedatrix.serving.replica.knobs import SchedulerConfig
+from schedatrix.serving.replica.lora import (
     DISK_GB_S,
     LoRA,
     LoraKernels,
@@ -26,7 +27,6 @@ from schedatrix.serving.perf.lora import (
     draw_adapters,
     slots_tokens,
 )
-from schedatrix.serving.replica.knobs import SchedulerConfig
 from schedatrix.serving.replica.lora_slots import FROM_CPU, FROM_DISK, RESIDENT, AdapterSlots
 from schedatrix.serving.sim.engine import simulate_fast
 from schedatrix.serving.sim.reference import simulate_reference

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from schedatrix.serving.cluster.deployment import Design  # noqa: E402
 from schedatrix.serving.load.requests import Requests  # noqa: E402
-from schedatrix.serving.perf.lora import LoraKernels  # noqa: E402
+from schedatrix.serving.replica.lora import LoraKernels  # noqa: E402
 from schedatrix.serving.sim.simulate import simulate  # noqa: E402
 
 

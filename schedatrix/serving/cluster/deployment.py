@@ -47,7 +47,7 @@ prefix cache, copied back over each GPU's PCIe link (:mod:`..replica.cpu_tier`).
 each request's adapter its load's own, its SLO class's (``lora_by_class``: a tenant an adapter)
 or drawn by a popularity of Zipf exponent ``lora_skew`` (0: uniform), on the modules
 ``lora_targets`` names (``all`` or ``attention``)
-(:mod:`..perf.lora`, :mod:`..replica.lora_slots`).
+(:mod:`..replica.lora`, :mod:`..replica.lora_slots`).
 """
 
 from __future__ import annotations
@@ -61,13 +61,13 @@ from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, INTER_NODE_GB_S, gpu, mo
 from ..perf.client_path import NO_CLIENT_PATH, VLLM_CLIENT_PATH, ClientPath
 from ..perf.engines import DEFAULT_ENGINE, ENGINES, EngineProfile, engine
 from ..perf.host import HostCosts, host_costs
-from ..perf.lora import LoRA, slots_tokens
 from ..perf.model import GPU_MEMORY_UTILIZATION, PerfModel
 from ..perf.moe import check_expert_skew
 from ..perf.pcie import h2d_gb_s
 from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
 from ..replica.cpu_tier import MAX_OFFLOAD_GB, KVOffload
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
+from ..replica.lora import LoRA, slots_tokens
 from .admission import Admission
 from .faults import Resilience
 from .layout import Layout, ReplicaPlan
@@ -321,7 +321,7 @@ class Design:
 
     def lora(self) -> LoRA | None:
         """The replicas' LoRA adapters (None when ``lora_adapters`` is 0), loaded over the PCIe
-        link of the GPU requests enter on (:mod:`..perf.lora`)."""
+        link of the GPU requests enter on (:mod:`..replica.lora`)."""
         if not self.lora_adapters:
             return None
         return LoRA(self.lora_adapters, self.lora_rank, self.max_loras, self.max_cpu_loras,

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from ...errors import InputError
 from ..numbers import check_int
-from ..perf.lora import LoRA
 from .cpu_tier import KVOffload
+from .lora import LoRA
 
 __all__ = ["SchedulerConfig", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BATCHED_TOKENS",
            "DEFAULT_BLOCK_TOKENS"]
@@ -40,7 +40,7 @@ class SchedulerConfig:
         ``guaranteed-no-evict`` (admit only when the whole request's KV fits beside what the
         running requests reserve to their ends; never preempt), :mod:`..perf.engines`
     kv_offload : the CPU tier of the prefix cache (None: none), :mod:`.cpu_tier`
-    lora : the replica's LoRA adapters (None: none), :mod:`..perf.lora`
+    lora : the replica's LoRA adapters (None: none), :mod:`.lora`
     """
 
     max_batch: int = DEFAULT_MAX_BATCH

@@ -7,7 +7,7 @@ active when ``max_loras`` adapters are is skipped by admission, as vLLM's schedu
 (its batch holds at most ``max_loras`` distinct adapters), and waits for a slot; the requests
 behind it may go first. Admitting a request whose adapter has no slot loads it into the least
 recently used slot no running request holds: from host memory over PCIe, or, not there either,
-from disk first (:mod:`..perf.lora`).
+from disk first (:mod:`.lora`).
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 simulators: a waiting request skipped while its adapter has no slot, its adapter loaded when
 admitted (the copy's seconds charged to the iteration that admits it, not overlapped), and the
 batched LoRA kernels' seconds of every iteration by its tokens and distinct adapters
-(:mod:`..perf.lora`)."""
+(:mod:`.lora`)."""
 
 from __future__ import annotations
 
-from ..perf.lora import DISK_GB_S, LoraKernels
+from .lora import DISK_GB_S, LoraKernels
 from .lora_slots import FROM_CPU, FROM_DISK, AdapterSlots
 
 __all__ = ["LoraUse"]

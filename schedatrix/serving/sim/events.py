@@ -20,8 +20,8 @@ from ..cluster.policy import Policy
 from ..cluster.routing import make_router
 from ..figures.record import COMPLETED, FAILED, REJECTED, UNFINISHED, GapRecord, Run
 from ..load.requests import Requests
-from ..perf.lora import ADAPTER_META, draw_adapters
 from ..replica.knobs import SchedulerConfig
+from ..replica.lora import ADAPTER_META, draw_adapters
 from ..replica.speculation import AcceptanceDraws
 
 __all__ = ["Cluster", "END", "FAULT", "ARRIVE", "START"]
@@ -154,7 +154,7 @@ class Cluster:
         spec = next((p.spec for p in self.perfs.values() if getattr(p, "spec", None)), None)
         self.spec_draws = (AcceptanceDraws(policy.seed, spec.accept, spec.tokens)
                            if spec is not None and spec.on else None)
-        # the LoRA adapter each request uses (..perf.lora): its load's, its class's, or drawn
+        # the LoRA adapter each request uses (..replica.lora): its load's, its class's, or drawn
         self.adapter = (draw_adapters(n, cfg.lora, policy.seed, requests.meta.get(ADAPTER_META),
                                       requests.class_id) if cfg.lora is not None else None)
         self.engines = [[engine_cls(self, r, plan.role, plan.kv_blocks)

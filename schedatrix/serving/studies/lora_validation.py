@@ -11,8 +11,8 @@ from ..cluster.deployment import Design, build
 from ..figures.record import COMPLETED
 from ..load.requests import Requests
 from ..perf.host import VLLM_HOST, HostCosts
-from ..perf.lora import ADAPTER_META
 from ..published.lora_rows import LoraPublished
+from ..replica.lora import ADAPTER_META
 from ..sim.engine import simulate_fast
 
 __all__ = ["is_lora", "replay_lora", "slora_load", "lora_design"]

@@ -22,7 +22,7 @@ cache, as vLLM allocates its stacked LoRA buffers before it sizes the cache.
 **Kernels** (Punica's SGMV, vLLM's Triton ``lora_shrink`` / ``lora_expand``): per decoder layer
 and module one shrink (tokens x in by in x R per slice) and one expand (tokens x R by R x out),
 each a grouped matmul that reads the weights of every distinct adapter in the batch once: the
-project's matmul roofline (:func:`.kernels.matmul_s`, its fitted shares and its fixed time per
+project's matmul roofline (:func:`..perf.kernels.matmul_s`, its fitted shares and its fixed time per
 kernel) with ``weights`` = the distinct adapters; a kernel launched from the host (no CUDA
 graph covers the iteration) takes at least the host's dispatch, as the base model's kernels do.
 At decode sizes the fixed time of 8 kernels a layer dominates. Error: a roofline, not fitted
@@ -30,7 +30,7 @@ to LoRA; held to the published rows of :mod:`..published.lora_rows`
 (docs/serving-calibration.md, "Multi-LoRA").
 
 **Loading**: an adapter not in a GPU slot is copied from host memory over each GPU's PCIe link
-(:mod:`.pcie`); one not in host memory is read from local disk first, at ``DISK_GB_S``.
+(:mod:`..perf.pcie`); one not in host memory is read from local disk first, at ``DISK_GB_S``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..numbers import check_int, check_real
-from .kernels import eager, matmul_s
+from ..perf.kernels import eager, matmul_s
 
 __all__ = ["LoRA", "LoraKernels", "LORA_RANKS", "DISK_GB_S", "adapter_bytes_per_gpu",
            "draw_adapters", "slots_tokens", "LORA_STREAM", "MAX_ADAPTERS", "LORA_TARGETS",
@@ -65,7 +65,7 @@ MAX_ADAPTERS = 1_000_000
 @dataclass(frozen=True)
 class LoRA:
     """A replica's adapters (see the module's knobs); ``max_cpu_loras`` None is ``max_loras``;
-    ``h2d_gb_s`` each GPU's host-to-device rate (:mod:`.pcie`)."""
+    ``h2d_gb_s`` each GPU's host-to-device rate (:mod:`..perf.pcie`)."""
 
     adapters: int
     rank: int = 16
@@ -128,7 +128,7 @@ def adapter_bytes_per_gpu(shape, rank: int, tp: int = 1, layers: int | None = No
 
 class LoraKernels:
     """The batched LoRA kernels' seconds per iteration on one replica (``perf`` a
-    :class:`~.model.PerfModel`, or a wrapper of one that forwards its attributes): every
+    :class:`~..perf.model.PerfModel`, or a wrapper of one that forwards its attributes): every
     layer's, as an iteration passes through every pipeline stage; ``adapter_bytes`` is one
     adapter's bytes on a GPU (its stage's layers, its TP shard). The all-reduce a
     row-parallel layer's shrink needs under TP is not counted."""
