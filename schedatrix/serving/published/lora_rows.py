@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .rows import THROUGHPUT_BAND, Published
 
-__all__ = ["LoraPublished", "LORA_PUBLISHED", "LORA_UNREPLAYED", "SLORA_BASE_RPS"]
+__all__ = ["LoraPublished", "LORA_PUBLISHED", "LORA_UNREPLAYED", "SLORA_BASE_RPS",
+           "is_lora"]
 
 _SLORA = ("https://github.com/S-LoRA/S-LoRA/blob/2a2786b9dff40300ccc21b878ab8a14dad9244f3/"
           "benchmarks/paper/synthetic/slora/synthetic_num_adapters_a100-80_S2_slora.jsonl "
@@ -62,6 +65,22 @@ class LoraPublished(Published):
     def band(self) -> float:
         return THROUGHPUT_BAND
 
+    def trace(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The requests S-LoRA's benchmark sends for this row (its benchmarks/trace.py
+        ``generate_requests``, NumPy's legacy generator seeded as it seeds it): ``(arrival_s,
+        input_tokens, output_tokens, adapter)``, arrivals gamma-spaced at ``rate_rps`` (cv 1:
+        Poisson), lengths uniform on ``length_range``, each request's adapter ``int(power(1)
+        x N)`` (uniform over the N). The draws come in the same order whatever N, so the base
+        model's run takes the same arrivals and lengths, without the adapters."""
+        rs = np.random.RandomState(self.seed)
+        total = int(self.rate_rps * self.duration_s)
+        adapter = (rs.power(1.0, total) * max(self.adapters, 1)).astype(np.int64)
+        low, high = self.length_range
+        inp = rs.randint(low, high, total).astype(np.int64)
+        out = rs.randint(low, high, total).astype(np.int64)
+        arrival = np.cumsum(rs.gamma(1.0, 1.0 / self.rate_rps, total))
+        return arrival, inp, out, adapter
+
     def setup(self) -> str:
         low, high = self.length_range
         graphs = "" if self.cuda_graphs else ", no CUDA graphs"
@@ -70,6 +89,11 @@ class LoraPublished(Published):
                 f"{self.adapters} adapter{'s' if self.adapters > 1 else ''} (rank "
                 f"{self.rank}, {self.targets}) over none, "
                 f"throughput{graphs}")
+
+
+def is_lora(row) -> bool:
+    """Whether ``row`` is a multi-LoRA row."""
+    return isinstance(row, LoraPublished)
 
 
 def _row(adapters: int, rps: float) -> LoraPublished:
