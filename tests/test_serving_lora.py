@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from schedatrix.errors import InputError
 from schedatrix.serving.cluster.deployment import Design, build
 from schedatrix.serving.cluster.faults import Fault, Resilience
 from schedatrix.serving.cluster.policy import Policy
+from schedatrix.serving.load.requests import Requests
 from schedatrix.serving.perf.catalog import model
 from schedatrix.serving.replica.knobs import SchedulerConfig
 from schedatrix.serving.replica.lora import (
@@ -314,3 +316,16 @@ def test_the_placement_question_refuses_what_it_cannot_answer():
         adapters_or_models(_tenants(1.0, 2), Design(lora_adapters=2))
     with pytest.raises(InputError, match="attainment"):
         adapters_or_models(_tenants(1.0, 2), Design(), attainment=1.5)
+
+
+def test_a_loads_own_adapters_are_part_of_what_the_memo_keeps_runs_by():
+    # the same arrivals and lengths with other adapters are another run, not a copy of the first
+    req = poisson_load(200, 20, 3, out=(20, 200))
+    one = Requests(req.arrival_s, req.input_tokens, req.output_tokens, req.class_id,
+                   meta={"lora_adapter": np.zeros(len(req), np.int64)})
+    spread = Requests(req.arrival_s, req.input_tokens, req.output_tokens, req.class_id,
+                      meta={"lora_adapter": np.arange(len(req)) % 8})
+    d = Design(lora_adapters=8, max_loras=2, max_cpu_loras=8)
+    a, b = simulate(one, d), simulate(spread, d)
+    assert a.lora_loads[2] == 1 and b.lora_loads[2] == 8 and b.lora_skips > 0
+    assert simulate(spread, d).lora_loads == b.lora_loads
