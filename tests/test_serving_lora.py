@@ -329,3 +329,71 @@ def test_a_loads_own_adapters_are_part_of_what_the_memo_keeps_runs_by():
     a, b = simulate(one, d), simulate(spread, d)
     assert a.lora_loads[2] == 1 and b.lora_loads[2] == 8 and b.lora_skips > 0
     assert simulate(spread, d).lora_loads == b.lora_loads
+
+
+# -- the planner ---------------------------------------------------------------------------------
+_POOL = """[pool]
+gpu = "a100-80gb"
+count = 8
+requests = 1000
+adapters = {adapters}
+
+[[models]]
+name = "support"
+model = "llama-3.1-8b"
+rate = {rate}
+input_len = "lognormal:500,0.5"
+output_len = "lognormal:150,0.5"
+ttft_s = 1.0
+tpot_s = 0.03
+
+[[models]]
+name = "sales"
+model = "llama-3.1-8b"
+rate = {rate}
+input_len = "lognormal:500,0.5"
+output_len = "lognormal:150,0.5"
+ttft_s = 1.0
+tpot_s = 0.03
+
+[[models]]
+name = "chat"
+model = "llama-3.2-3b"
+rate = 2.0
+input_len = "lognormal:300,0.5"
+output_len = "lognormal:100,0.5"
+ttft_s = 1.0
+"""
+
+
+def test_the_planner_prices_models_of_one_base_model_as_its_adapters(tmp_path, capsys):
+    f = tmp_path / "pool.toml"
+    f.write_text(_POOL.format(adapters="true", rate=12.0))
+    assert main(["serving", "plan", str(f), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    [line] = [x for x in out.split("\n(")[0].replace("\n    ", " ").splitlines()
+              if x.startswith("as adapters of")]
+    assert line.startswith("as adapters of llama-3.1-8b: support, sales on 3 x TP1, 2 LoRA")
+    assert line.endswith("against each on replicas of its own: 4 GPUs ($5.20 an hour); "
+                         "cheaper: adapters")
+    assert all(len(x) <= 100 for x in out.splitlines())
+    assert main(["serving", "plan", str(f), "--json", "--quiet"]) == 0
+    [shared] = json.loads(capsys.readouterr().out)["adapters"]
+    assert shared["models"] == ["support", "sales"] and shared["cheaper"] == "adapters"
+    assert shared["shared"]["gpus"] == 3 and shared["separate"]["gpus"] == 4
+    f.write_text(_POOL.format(adapters="true", rate=22.0))     # larger tenants: models
+    assert main(["serving", "plan", str(f), "--json", "--quiet"]) == 0
+    [shared] = json.loads(capsys.readouterr().out)["adapters"]
+    assert shared["cheaper"] == "models" and shared["shared"]["gpus"] == 5
+    assert shared["separate"]["replicas"] == [2, 2]
+
+
+def test_the_planner_prices_no_adapters_unless_asked(tmp_path, capsys):
+    f = tmp_path / "pool.toml"
+    f.write_text(_POOL.format(adapters="false", rate=12.0))
+    assert main(["serving", "plan", str(f), "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["adapters"] == []
+    f.write_text(_POOL.format(adapters='"yes"', rate=12.0))
+    code = main(["serving", "plan", str(f)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and "adapters: 'yes'" in err

@@ -7,9 +7,10 @@ c), or merged into the weights and served alone on replicas of its own (no LoRA 
 sharing). Both are sized the same way: the fewest replicas of the design at which every
 tenant's share of requests within its SLOs reaches ``attainment`` on the same seeded requests
 (the tenants' streams merged for the shared pool, each alone for its own replicas). The
-answer is the cheaper in dollars an hour (ties: fewer GPUs). The shared pool wins when the
-tenants' loads are small beside a replica (separate replicas sit mostly idle) and loses when
-the slots make requests wait or the adapters' kernels slow every step.
+answer is the cheaper in dollars an hour (then fewer GPUs; ``either`` when both tie). The
+shared pool wins when the tenants' loads are small beside a replica (separate replicas sit
+mostly idle) and loses when the slots make requests wait or the adapters' kernels slow every
+step; whole replicas make the answer jump with the rates (tests/test_serving_lora.py).
 """
 
 from __future__ import annotations
@@ -59,16 +60,19 @@ class AdaptersOrModels:
 
     @property
     def cheaper(self) -> str:
-        """``adapters`` or ``models`` (``none`` when neither reaches the attainment)."""
+        """``adapters`` or ``models``; ``either`` when they cost the same on as many GPUs,
+        ``none`` when neither reaches the attainment."""
         shared_ok = self.shared.replicas > 0
         separate_ok = all(s.replicas > 0 for s in self.separate)
         if not (shared_ok or separate_ok):
             return "none"
         if shared_ok != separate_ok:
             return "adapters" if shared_ok else "models"
-        shared = (self.shared.dollars_per_hour, self.shared.gpus)
-        return "adapters" if shared <= (self.separate_dollars_per_hour,
-                                        self.separate_gpus) else "models"
+        shared = (round(self.shared.dollars_per_hour, 9), self.shared.gpus)
+        separate = (round(self.separate_dollars_per_hour, 9), self.separate_gpus)
+        if shared == separate:
+            return "either"
+        return "adapters" if shared < separate else "models"
 
 
 def _attainment(run, classes: int) -> tuple[float, ...]:
