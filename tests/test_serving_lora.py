@@ -187,7 +187,11 @@ def test_the_command_line_and_a_scenario_file_set_the_adapters(tmp_path, capsys)
     flags = ["--requests", "60", "--rate", "10", "--quiet"]
     assert main(["serving", "run", *flags, "--lora-adapters", "8", "--max-loras", "4",
                  "--max-cpu-loras", "6", "--lora-rank", "32", "--lora-skew", "1"]) == 0
-    assert "1 x TP1, 8 LoRA r32, 4 slots" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 x TP1, 8 LoRA r32, 4 slots" in out
+    [line] = [x for x in out.splitlines() if "LoRA loads" in x]
+    assert line.startswith("  1 x TP1, 8 LoRA r32, 4 slots: LoRA loads 0 CPU, 8 disk, ")
+    assert len(line) <= 100 and " slot waits; kernels " in line
     assert main(["serving", "run", *flags, "--lora-adapters", "1", "--lora-by-class",
                  "--lora-targets", "attention", "--json"]) == 0
     one = json.loads(capsys.readouterr().out)["designs"][0]

@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..errors import InputError
+from ..text import wrap
 from .cluster.restart import WEIGHT_SOURCES
 from .cluster.routing import ROUTERS
 from .intake.toml_tables import out_folder
@@ -504,6 +505,8 @@ def _finish(comparisons: dict, scenario, args) -> int:
             print(f"  {o.design.name}: {o.rejections()}")
         if o.design.kv_offload_gb:
             print(f"  {o.design.name}: {_kv_tiers_text(o)}")
+        if o.design.lora_adapters:
+            print(wrap(f"  {o.design.name}: {_lora_text(o)}"))
     for name, reason in main.skipped:
         print(f"  {name}: not run ({reason})")
     if len(comparisons) > 1:
@@ -531,6 +534,16 @@ def _kv_tiers_text(o) -> str:
     k = kv_offload_json(o)
     return (f"prefix hits {k['prefix_hit_share_hbm']:.1%} HBM, {k['prefix_hit_share_cpu']:.1%} "
             f"CPU; copies {k['load_s']:.2f} s, prefill saved {k['recompute_saved_s']:.2f} s")
+
+
+def _lora_text(o) -> str:
+    """The adapters' line: loads from host memory and disk, slot waits, seconds of loads and
+    kernels (means over the runs)."""
+    from .studies.outcome_json import lora_json
+    k = lora_json(o)
+    return (f"LoRA loads {k['loads_cpu']:.0f} CPU, {k['loads_disk']:.0f} disk, "
+            f"{k['load_s']:.2f} s; {k['slot_skips']:.0f} slot waits; kernels "
+            f"{k['kernel_s']:.2f} s")
 
 
 def _runs_planned(designs, models, baseline: bool) -> int:
