@@ -20,6 +20,7 @@ from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load
 from schedatrix.serving.perf.host import VLLM_HOST
 from schedatrix.serving.perf.model import CUDA_GRAPH_MAX_TOKENS, PerfModel
+from schedatrix.serving.published.lora_rows import LORA_PUBLISHED
 from schedatrix.serving.published.rows import PUBLISHED, UNREPLAYED
 from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED
 from schedatrix.serving.studies.capacity import goodput_capacity
@@ -33,7 +34,7 @@ from schedatrix.serving.studies.validation import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTED = [r for r in PUBLISHED + SPEC_PUBLISHED if not r.fitted]
+TESTED = [r for r in PUBLISHED + SPEC_PUBLISHED + LORA_PUBLISHED if not r.fitted]
 TRT_PAGE = "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md"
 
 
@@ -125,6 +126,9 @@ KNOWN_LEANS = {
                    "measured runs were not in lockstep, but no source says what spread them. "
                    "Spread evenly over one request's time (online_start_study) the mean is +2% "
                    "with 46% in band: the rows below the knee run 29-60% fast",
+    "LoRA throughput": "+17% over 5 tests, 2 in band: S-LoRA's rows ran on its own engine, "
+                       "which had no room at 10 req/s; vLLM 0.10's profile, replayed in its "
+                       "place, does (the rows' known_miss)",
 }
 
 
@@ -143,8 +147,9 @@ def test_no_kind_leans_one_way(kind, summaries):
                          _report(summaries.values()))
 
 
-@pytest.mark.xfail(strict=True, reason="71% of the 153 tests in band today: the online TTFT "
-                   "rows of KNOWN_LEANS hold 25 of the 44 misses (issue 32, open)")
+@pytest.mark.xfail(strict=True, reason="70% of the 158 tests in band today: the online TTFT "
+                   "rows of KNOWN_LEANS hold 25 of the 47 misses, S-LoRA's rows 3 (issue 32, "
+                   "open)")
 def test_nine_in_ten_of_all_tests_are_in_band(summaries):
     every = [t for k in summaries.values() for t in k.tests]
     share = sum(t.within for t in every) / len(every)

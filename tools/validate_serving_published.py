@@ -30,6 +30,7 @@ def table(checks: list | None = None) -> str:
     """The page's tables: every row's check (``checks``, or a fresh run of them), the per-kind
     bias, the worst tests, the sources and the measurements not replayed."""
     sys.path.insert(0, str(ROOT))
+    from schedatrix.serving.published.lora_rows import LORA_UNREPLAYED
     from schedatrix.serving.published.rows import UNREPLAYED
     from schedatrix.serving.studies.validation import (
         LEAN_LIMIT,
@@ -95,7 +96,8 @@ def table(checks: list | None = None) -> str:
         lines.append(f"- {source}: " + ", ".join(f"`{i}`" for i in ids))
     lines += ["", "Published measurements not replayed, and what the model lacks for them:", "",
               "| measurement | source | why not |", "|---|---|---|"]
-    lines += [f"| {what} | {where} | {why} |" for what, where, why in UNREPLAYED]
+    lines += [f"| {what} | {where} | {why} |" for what, where, why in UNREPLAYED
+              + LORA_UNREPLAYED]
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..errors import InputError
+from ..text import wrap
 from .cluster.restart import WEIGHT_SOURCES
 from .cluster.routing import ROUTERS
 from .intake.toml_tables import out_folder
@@ -75,6 +76,20 @@ def _in_range(flag, low: float, high: float, why: str = ""):
         if not low <= v <= high:
             raise argparse.ArgumentTypeError(f"{flag} must be from {low:g} to {high:g}{why}, "
                                              f"got {text!r}")
+        return v
+    return parse
+
+
+def _lora_int(flag, low: int):
+    """A LoRA flag's whole number, at least ``low``."""
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got "
+                                             f"{text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least {low}, got {text!r}")
         return v
     return parse
 
@@ -157,6 +172,25 @@ def _add_scenario_flags(p: argparse.ArgumentParser) -> None:
                    help="a CPU tier for the prefix cache: GB of host memory per replica that "
                         "keeps blocks evicted from HBM, copied back over PCIe on a hit "
                         "(default 0: off)")
+    g.add_argument("--lora-adapters", type=_lora_int("--lora-adapters", 0), metavar="N",
+                   help="LoRA adapters served on the base model, every request using one "
+                        "(default 0: none)")
+    g.add_argument("--lora-rank", type=_lora_int("--lora-rank", 1), metavar="R",
+                   help="the adapters' rank, vLLM's max_lora_rank: 1, 8, 16 (default), 32, 64, "
+                        "128, 256, 320 or 512")
+    g.add_argument("--max-loras", type=_lora_int("--max-loras", 1), metavar="M",
+                   help="adapter slots in HBM: at most M distinct adapters a batch (default 1)")
+    g.add_argument("--max-cpu-loras", type=_lora_int("--max-cpu-loras", 1), metavar="C",
+                   help="adapters kept in host memory, at least M (default M)")
+    g.add_argument("--lora-skew", type=_in_range("--lora-skew", 0, 10, " (a Zipf exponent)"),
+                   metavar="S", help="the adapters' popularity: Zipf exponent, 0 (default) "
+                                     "uniform")
+    g.add_argument("--lora-targets", choices=("all", "attention"),
+                   help="the modules the adapters adapt: every linear layer (all, default) or "
+                        "the attention's qkv and o projections")
+    g.add_argument("--lora-by-class", dest="lora_by_class", action="store_true", default=None,
+                   help="each SLO class (a tenant) uses its own adapter, class c adapter c "
+                        "(default: adapters drawn by --lora-skew)")
     g = p.add_argument_group("faults (run and accept)")
     g.add_argument("--fault", action="append", default=[], metavar="SPEC",
                    help="worker:REPLICA@T+DOWN, node:NODE@T+DOWN, link:NODE@T+DOWN[:SLOWDOWN] "
@@ -339,7 +373,11 @@ _DESIGN_FLAGS = {"model": "model", "gpu": "gpu", "tp": "tp", "pp": "pp", "replic
                  "expert_skew": "expert_skew", "engine": "engine",
                  "async_scheduling": "async_scheduling", "spec_method": "spec_method",
                  "spec_tokens": "spec_tokens", "spec_accept": "spec_accept",
-                 "draft_model": "draft_model", "kv_offload_gb": "kv_offload_gb"}
+                 "draft_model": "draft_model", "kv_offload_gb": "kv_offload_gb",
+                 "lora_adapters": "lora_adapters", "lora_rank": "lora_rank",
+                 "max_loras": "max_loras", "max_cpu_loras": "max_cpu_loras",
+                 "lora_skew": "lora_skew", "lora_targets": "lora_targets",
+                 "lora_by_class": "lora_by_class"}
 _LOAD_FLAGS = {"rate": "rate", "burstiness": "burstiness", "requests": "requests",
                "duration": "duration", "input_len": "input_len", "output_len": "output_len",
                "trace": "trace", "speed": "speed"}
@@ -470,6 +508,8 @@ def _finish(comparisons: dict, scenario, args) -> int:
             print(f"  {o.design.name}: {o.rejections()}")
         if o.design.kv_offload_gb:
             print(f"  {o.design.name}: {_kv_tiers_text(o)}")
+        if o.design.lora_adapters:
+            print(wrap(f"  {o.design.name}: {_lora_text(o)}"))
     for name, reason in main.skipped:
         print(f"  {name}: not run ({reason})")
     if len(comparisons) > 1:
@@ -497,6 +537,16 @@ def _kv_tiers_text(o) -> str:
     k = kv_offload_json(o)
     return (f"prefix hits {k['prefix_hit_share_hbm']:.1%} HBM, {k['prefix_hit_share_cpu']:.1%} "
             f"CPU; copies {k['load_s']:.2f} s, prefill saved {k['recompute_saved_s']:.2f} s")
+
+
+def _lora_text(o) -> str:
+    """The adapters' line: loads from host memory and disk, slot waits, seconds of loads and
+    kernels (means over the runs)."""
+    from .studies.outcome_json import lora_json
+    k = lora_json(o)
+    return (f"LoRA loads {k['loads_cpu']:.0f} CPU, {k['loads_disk']:.0f} disk, "
+            f"{k['load_s']:.2f} s; {k['slot_skips']:.0f} slot waits; kernels "
+            f"{k['kernel_s']:.2f} s")
 
 
 def _runs_planned(designs, models, baseline: bool) -> int:

@@ -42,6 +42,12 @@ side's TP) spreads a mixture-of-experts model's experts over a replica's GPUs, a
 ``draft`` the engine's async scheduling is off, as vLLM turns it off for them.
 ``kv_offload_gb`` (0: off) gives each replica a CPU tier of that many GB of host memory for its
 prefix cache, copied back over each GPU's PCIe link (:mod:`..replica.cpu_tier`).
+``lora_adapters`` (0: off) serves that many LoRA adapters of rank ``lora_rank`` on every replica,
+``max_loras`` of them in HBM slots and ``max_cpu_loras`` (None: ``max_loras``) in host memory,
+each request's adapter its load's own, its SLO class's (``lora_by_class``: a tenant an adapter)
+or drawn by a popularity of Zipf exponent ``lora_skew`` (0: uniform), on the modules
+``lora_targets`` names (``all`` or ``attention``)
+(:mod:`..replica.lora`, :mod:`..replica.lora_slots`).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from ..perf.pcie import h2d_gb_s
 from ..perf.spec_decode import SPEC_SYNC_ONLY, SpecDecode, SpecPerfModel
 from ..replica.cpu_tier import MAX_OFFLOAD_GB, KVOffload
 from ..replica.knobs import DEFAULT_BLOCK_TOKENS, SchedulerConfig
+from ..replica.lora import LoRA, slots_tokens
 from .admission import Admission
 from .faults import Resilience
 from .layout import Layout, ReplicaPlan
@@ -118,6 +125,13 @@ class Design:
     spec_accept: float | None = None
     draft_model: str | None = None
     kv_offload_gb: float = 0.0
+    lora_adapters: int = 0
+    lora_rank: int = 16
+    max_loras: int = 1
+    max_cpu_loras: int | None = None
+    lora_skew: float = 0.0
+    lora_targets: str = "all"
+    lora_by_class: bool = False
 
     def __post_init__(self):
         model(self.model)
@@ -223,6 +237,19 @@ class Design:
                         self.block_tokens)
         object.__setattr__(self, "kv_offload_gb", check_real(
             "kv_offload_gb", self.kv_offload_gb, 0.0, MAX_OFFLOAD_GB))
+        object.__setattr__(self, "lora_adapters", check_int(
+            "lora_adapters", self.lora_adapters, 0, 1_000_000))
+        lora = self.lora()           # refuses a bad rank, slot count or skew, naming it
+        if lora is None and (self.lora_rank, self.max_loras, self.max_cpu_loras,
+                             self.lora_skew, self.lora_targets, self.lora_by_class) != (
+                                 16, 1, None, 0.0, "all", False):
+            raise InputError("lora_rank, max_loras, max_cpu_loras, lora_skew, lora_targets and "
+                             "lora_by_class need lora_adapters >= 1, got lora_adapters "
+                             f"{self.lora_adapters}")
+        if lora is not None and model(self.model).moe:
+            raise InputError(f"lora_adapters: {self.lora_adapters} with {self.model}, a "
+                             "mixture-of-experts model; LoRA is modelled on dense models only "
+                             "(allowed: 0, or a dense model)")
         buckets = self.buckets
         if isinstance(buckets, dict):
             buckets = tuple((k, *v) if isinstance(v, list | tuple) else (k, v)
@@ -291,6 +318,15 @@ class Design:
         if not self.kv_offload_gb:
             return None
         return KVOffload(self.kv_offload_gb, h2d_gb_s(self.gpu_of(self.roles()[0])))
+
+    def lora(self) -> LoRA | None:
+        """The replicas' LoRA adapters (None when ``lora_adapters`` is 0), loaded over the PCIe
+        link of the GPU requests enter on (:mod:`..replica.lora`)."""
+        if not self.lora_adapters:
+            return None
+        return LoRA(self.lora_adapters, self.lora_rank, self.max_loras, self.max_cpu_loras,
+                    self.lora_skew, h2d_gb_s(self.gpu_of(self.roles()[0])), self.lora_targets,
+                    self.lora_by_class)
 
     def client(self) -> ClientPath:
         path = self.client_path
@@ -381,6 +417,8 @@ class Design:
             text += f", spec {self.spec().label()}"
         if self.kv_offload_gb:
             text += f", CPU tier {self.kv_offload_gb:g} GB"
+        if self.lora_adapters:
+            text += f", {self.lora().label()}"
         return text
 
     def admission(self) -> Admission:
@@ -451,8 +489,17 @@ def build(design: Design, hash_block_tokens: int = 0) -> Built:
     knobs and layout of a design. ``hash_block_tokens`` turns prefix caching on for a load that
     carries block hashes of that many tokens."""
     perfs = {role: design.perf(role) for role in design.roles()}
-    blocks = {role: p.kv_capacity_tokens(design.gpu_memory_share) // design.block_tokens
-              for role, p in perfs.items()}
+    lora = design.lora()
+    blocks = {}
+    for role, p in perfs.items():
+        tokens = p.kv_capacity_tokens(design.gpu_memory_share)
+        if lora is not None:          # the adapters' slots come out of the KV cache
+            tokens -= slots_tokens(p, lora)
+            if tokens < design.block_tokens:
+                raise InputError(f"max_loras: {lora.max_loras} slots of rank {lora.rank} "
+                                 f"leave no KV cache on {design.gpu_of(role)}; allowed: fewer "
+                                 "slots, a lower rank, or more GPUs")
+        blocks[role] = tokens // design.block_tokens
     hb = hash_block_tokens
     if hb and hb % design.block_tokens:
         raise InputError(f"the load's prefix hash blocks ({hb} tokens) must be a multiple of "
@@ -460,7 +507,7 @@ def build(design: Design, hash_block_tokens: int = 0) -> Built:
     config = SchedulerConfig(design.batch_cap(), design.token_budget(),
                              design.chunked_prefill, design.block_tokens, hb,
                              model(design.model).max_context, design.async_on(),
-                             design.engine_profile().capacity, design.kv_offload())
+                             design.engine_profile().capacity, design.kv_offload(), lora)
     plans, node, free, kind = [], 0, GPUS_PER_NODE, None
     for role in design.roles():
         g = design.gpus_per_replica_of(role)

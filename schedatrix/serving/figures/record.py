@@ -80,6 +80,10 @@ class Run:
     prompt tokens found in HBM's prefix cache, ``prefix_cpu_hit_tokens`` those copied back from
     the CPU tier (of ``prefix_lookup_tokens`` looked up); ``kv_load_s`` the seconds the copies
     added to iterations, ``kv_load_saved_s`` the seconds their prefill would have taken.
+    With LoRA adapters, ``lora_loads`` counts admissions whose adapter was (resident, copied
+    from host memory, read from disk), ``lora_load_s`` the seconds the loads added to
+    iterations, ``lora_kernel_s`` those of the batched LoRA kernels, ``lora_skips`` the times
+    admission passed over a request waiting for a slot.
     """
 
     requests: Requests
@@ -101,5 +105,9 @@ class Run:
     prefix_cpu_hit_tokens: int = 0
     kv_load_s: float = 0.0
     kv_load_saved_s: float = 0.0
+    lora_loads: tuple = (0, 0, 0)
+    lora_load_s: float = 0.0
+    lora_kernel_s: float = 0.0
+    lora_skips: int = 0
     link_busy_s: float = 0.0
     implementation: str = ""

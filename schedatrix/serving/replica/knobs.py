@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ...errors import InputError
 from ..numbers import check_int
 from .cpu_tier import KVOffload
+from .lora import LoRA
 
 __all__ = ["SchedulerConfig", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_BATCHED_TOKENS",
            "DEFAULT_BLOCK_TOKENS"]
@@ -38,6 +39,8 @@ class SchedulerConfig:
     capacity : ``max-utilization`` (admit what fits now, preempt when short) or
         ``guaranteed-no-evict`` (admit only when the whole request's KV fits beside what the
         running requests reserve to their ends; never preempt), :mod:`..perf.engines`
+    kv_offload : the CPU tier of the prefix cache (None: none), :mod:`.cpu_tier`
+    lora : the replica's LoRA adapters (None: none), :mod:`.lora`
     """
 
     max_batch: int = DEFAULT_MAX_BATCH
@@ -49,6 +52,7 @@ class SchedulerConfig:
     async_scheduling: bool = False
     capacity: str = "max-utilization"
     kv_offload: KVOffload | None = None
+    lora: LoRA | None = None
 
     def __post_init__(self):
         check_int("max_batch", self.max_batch, 1, 1_000_000)
@@ -65,6 +69,8 @@ class SchedulerConfig:
                              "guaranteed-no-evict")
         if self.kv_offload is not None and not isinstance(self.kv_offload, KVOffload):
             raise InputError(f"kv_offload must be a KVOffload or None, got {self.kv_offload!r}")
+        if self.lora is not None and not isinstance(self.lora, LoRA):
+            raise InputError(f"lora must be a LoRA or None, got {self.lora!r}")
         if self.max_batched_tokens < self.max_batch:
             raise InputError(
                 f"max_batched_tokens ({self.max_batched_tokens}) must be at least max_batch "

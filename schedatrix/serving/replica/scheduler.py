@@ -19,6 +19,7 @@ makes the blocks really used fewer)."""
 from __future__ import annotations
 
 from .kv_cache import KVCache
+from .lora_use import LoraUse
 from .offload_use import OffloadUse
 
 __all__ = ["SchedulerBase", "TIE_S"]
@@ -27,7 +28,7 @@ __all__ = ["SchedulerBase", "TIE_S"]
 TIE_S = 1e-9
 
 
-class SchedulerBase(OffloadUse):
+class SchedulerBase(OffloadUse, LoraUse):
     """Bookkeeping shared by the reference's and the fast simulator's schedulers; each adds
     its own queues in ``clear()`` and its own way of stepping."""
 
@@ -47,6 +48,7 @@ class SchedulerBase(OffloadUse):
         self.lookups_before = 0
         self.cache: KVCache | None = None
         self.offload_init()
+        self.lora_init()
         self.reset()
 
     def reset(self) -> None:
@@ -68,6 +70,7 @@ class SchedulerBase(OffloadUse):
         #                                        (-1: none since the scheduler was idle)
         self.reserved: dict[int, int] = {}     # guaranteed no evict: request -> its blocks
         self.reserved_blocks = 0
+        self.slots = self.new_slots()          # LoRA adapters' slots (None: no LoRA)
         self.clear()
 
     def clear(self) -> None:
@@ -175,6 +178,8 @@ class SchedulerBase(OffloadUse):
         """Request i's KV blocks and pinned prefix entries go back to the cache."""
         if self.reserved:
             self.reserved_blocks -= self.reserved.pop(i, 0)
+        if self.slots is not None:
+            self.slots.release(i)
         sim, cache = self.sim, self.cache
         cache.release(sim.own[i])
         sim.own[i] = 0

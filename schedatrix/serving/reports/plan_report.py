@@ -54,6 +54,14 @@ def _lines(p: Plan) -> list[str]:
     first = p.breaks_first
     lines.append(f"breaks first as load grows: {first.spec.name} ({first.spec.model}), at "
                  f"x{first.headroom:.2f} its rate ({first.goodput.max_rate_rps:.3g} req/s)")
+    for names, base, r in p.adapters:
+        shared = (f"{r.shared.design.name} ({r.shared.gpus} GPUs, "
+                  f"${r.shared.dollars_per_hour:,.2f} an hour)" if r.shared.replicas
+                  else "no pool of up to 64 replicas")
+        separate = (f"{r.separate_gpus} GPUs (${r.separate_dollars_per_hour:,.2f} an hour)"
+                    if all(s.replicas for s in r.separate) else "no placement")
+        lines.append(f"as adapters of {base}: {', '.join(names)} on {shared}, against each on "
+                     f"replicas of its own: {separate}; cheaper: {r.cheaper}")
     lines.append("(in SLOs: the share of the model's requests within its own TTFT and TPOT SLOs "
                  "at its rate; headroom: the placement's goodput over that rate; synthetic loads: "
                  "model results, not production SLO performance)")
@@ -88,6 +96,14 @@ def plan_json(p: Plan) -> dict:
         "dollars_per_hour": p.dollars_per_hour if p.fits else None,
         "breaks_first": p.breaks_first.spec.name if p.fits else None,
         "unservable": [{"model": n, "why": w} for n, w in p.unservable],
+        "adapters": [{"models": list(names), "base": base, "cheaper": r.cheaper,
+                      "shared": {"replicas": r.shared.replicas, "gpus": r.shared.gpus,
+                                 "dollars_per_hour": r.shared.dollars_per_hour,
+                                 "design": r.shared.design.name},
+                      "separate": {"gpus": r.separate_gpus,
+                                   "dollars_per_hour": r.separate_dollars_per_hour,
+                                   "replicas": [s.replicas for s in r.separate]}}
+                     for names, base, r in p.adapters],
         "smallest_budget": p.smallest_budget,
         "tried": [{"model": name, "unit": unit.name, "gpus_by_kind": unit.gpus_by_kind(),
                    "goodput_rps": None if good is None else good.max_rate_rps,

@@ -19,7 +19,8 @@ a stretch starting below the floor runs at the floor until the line would cross 
 another stretch follows the line. A replica that speculates (:mod:`..replica.speculation`)
 runs every iteration as its own event: each decoder gains the tokens its verification accepted,
 a number drawn per sequence, so no stretch has a closed form and the cost grows with
-iterations, as the reference's does. The fleet around the
+iterations, as the reference's does; so does a replica serving LoRA adapters (each
+iteration's kernels depend on the distinct adapters in its batch). The fleet around the
 schedulers (routing, admission, faults, retries, the prefill/decode link) is
 :mod:`.cluster`, shared with the reference.
 """
@@ -205,7 +206,7 @@ class FastEngine(SchedulerBase):
         if need > available:
             self.step_exact(t)
             return
-        if n and not chunks and not self.inbox and not k_spec and not (
+        if n and not chunks and not self.inbox and not k_spec and self.slots is None and not (
                 self.waiting and self.admissible(available - need_dec, budget)):
             if not (sim.link and self.link_down(t)):
                 g_done, i, entry = self.done_heap[0]
@@ -328,9 +329,13 @@ class FastEngine(SchedulerBase):
         preempting lower ones with priority preemption on). Returns tokens swapped in."""
         sim, cfg, cache = self.sim, self.sim.cfg, self.cache
         swap_in = 0
+        skipped: list = []           # waiting for a LoRA slot: passed over this iteration
         while self.waiting and budget > 0:
             prio, arr, i = self.waiting[0]
             fits = len(self.running) < cfg.max_batch
+            if fits and self.slots is not None and self.lora_blocked(i):
+                skipped.append(heapq.heappop(self.waiting))
+                continue
             if fits:
                 head = self.head_chunk
                 if head is not None and head[0] == i and head[1] == budget:
@@ -351,6 +356,8 @@ class FastEngine(SchedulerBase):
             key = self.pop_waiting()
             self.running[i] = key
             self.reserve(i)
+            if self.slots is not None:
+                self.lora_take(i)
             if sim.ready[i]:
                 sim.ready[i] = False
                 cache.allocate(blocks)
@@ -381,6 +388,8 @@ class FastEngine(SchedulerBase):
                 if sim.scheduled[i] != sim.scheduled[i]:   # NaN: first time
                     sim.scheduled[i] = t
             budget -= tokens
+        for key in skipped:
+            heapq.heappush(self.waiting, key)
         self.head_chunk = None
         return swap_in
 
@@ -495,6 +504,9 @@ class FastEngine(SchedulerBase):
             self.swap_out = 0
         if self.loading:
             d += self.take_load_s()
+        if self.slots is not None:   # the batched LoRA kernels, and adapters loaded
+            d += self.lora_step_s([i for i, _ in chunks] + list(self.dec),
+                                  sum(c for _, c in chunks) + n * (1 + self.spec_k))
         self.plan = ("step", t, chunks, new_dec)
         self.began = t
         self.version += 1

@@ -21,6 +21,7 @@ from ..cluster.routing import make_router
 from ..figures.record import COMPLETED, FAILED, REJECTED, UNFINISHED, GapRecord, Run
 from ..load.requests import Requests
 from ..replica.knobs import SchedulerConfig
+from ..replica.lora import ADAPTER_META, draw_adapters
 from ..replica.speculation import AcceptanceDraws
 
 __all__ = ["Cluster", "END", "FAULT", "ARRIVE", "START"]
@@ -153,6 +154,9 @@ class Cluster:
         spec = next((p.spec for p in self.perfs.values() if getattr(p, "spec", None)), None)
         self.spec_draws = (AcceptanceDraws(policy.seed, spec.accept, spec.tokens)
                            if spec is not None and spec.on else None)
+        # the LoRA adapter each request uses (..replica.lora): its load's, its class's, or drawn
+        self.adapter = (draw_adapters(n, cfg.lora, policy.seed, requests.meta.get(ADAPTER_META),
+                                      requests.class_id) if cfg.lora is not None else None)
         self.engines = [[engine_cls(self, r, plan.role, plan.kv_blocks)
                          for _ in range(plan.engines)]
                         for r, plan in enumerate(layout.replicas)]
@@ -589,6 +593,10 @@ class Cluster:
             prefix_cpu_hit_tokens=sum(e.cpu_hit_tokens for e in engines),
             kv_load_s=sum(e.load_s for e in engines),
             kv_load_saved_s=sum(e.saved_s for e in engines),
+            lora_loads=tuple(int(sum(e.lora_loads[k] for e in engines)) for k in range(3)),
+            lora_load_s=sum(e.lora_load_s for e in engines),
+            lora_kernel_s=sum(e.lora_kernel_s for e in engines),
+            lora_skips=sum(e.lora_skips for e in engines),
             link_busy_s=self.link_busy,
             implementation=self.implementation,
         )

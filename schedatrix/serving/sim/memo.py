@@ -31,6 +31,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..replica.lora import ADAPTER_META
+
 __all__ = ["key", "get", "put", "clear", "off", "MAX_REQUESTS", "stats"]
 
 #: The most requests the kept runs may hold together (about 60 MB). Lesson 09, the longest,
@@ -60,6 +62,9 @@ def _digest(requests) -> str | None:
             return None
         h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
         h.update(a.tobytes())
+    adapters = requests.meta.get(ADAPTER_META)     # a load's own LoRA adapters
+    if adapters is not None:
+        h.update(b"lora:" + np.ascontiguousarray(adapters, dtype=np.int64).tobytes())
     classes = tuple((c.name, c.share, c.priority, c.ttft_s) for c in requests.classes)
     meta = (requests.meta.get("seed", 0), requests.meta.get("hash_block_tokens"))
     h.update(repr((classes, requests.closed_loop, meta)).encode())

@@ -29,10 +29,13 @@ work it starts an iteration at time ``t``:
    With async scheduling a request that arrived while the previous iteration ran is not yet
    in the waiting queue (it waits in the inbox: :mod:`~..replica.scheduler`); under
    guaranteed no evict a request is admitted only when its whole KV fits beside the running
-   requests' reservations.
+   requests' reservations. With LoRA adapters a request whose adapter has no slot is skipped
+   (it keeps its place; those behind it may go first) and its adapter, once admitted, is
+   loaded if not resident (:mod:`~..replica.lora_slots`).
 3. The iteration's time is ``perf.iteration_s(prefill chunks, decoding requests, their
    summed context)`` (with async scheduling ``max(GPU, host) + serial``), plus the KV
-   swapped in and out and copied back from the CPU tier over PCIe, plus any wait or
+   swapped in and out and copied back from the CPU tier over PCIe, plus the batched LoRA
+   kernels over its tokens and distinct adapters and the adapters it loads, plus any wait or
    slowdown of a link its pipeline crosses.
    At its end every decoding request has one more token; a request whose prompt (plus, after a
    preemption, its earlier output) is now all in the cache emits a token (its first: TTFT); a
@@ -179,11 +182,15 @@ class StepEngine(SchedulerBase):
             budget -= width if i in self.decoding else tokens
             n += 1
         swap_in = 0
+        skipped: list[int] = []      # waiting for a LoRA slot: passed over this iteration
         if not preempted:
             while self.waiting and budget > 0:
                 i = self.waiting[0]
-                got = self.try_admit(i, t, budget) if len(self.running) < cfg.max_batch \
-                    else None
+                room = len(self.running) < cfg.max_batch
+                if room and self.slots is not None and self.lora_blocked(i):
+                    skipped.append(self.waiting.pop(0))
+                    continue
+                got = self.try_admit(i, t, budget) if room else None
                 if got is None:
                     if not (sim.policy.priority_preemption and self.running):
                         break
@@ -203,6 +210,9 @@ class StepEngine(SchedulerBase):
                 self.running.append(i)
                 batch.append([i, tokens, i in self.decoding])
                 budget -= width if i in self.decoding else tokens
+            if skipped:
+                self.waiting.extend(skipped)
+                self.waiting.sort(key=self.key)
         if not batch:
             self.batch = []
             self.busy = False
@@ -221,6 +231,9 @@ class StepEngine(SchedulerBase):
             self.swap_tokens = 0
         if self.loading:
             d += self.take_load_s()
+        if self.slots is not None:   # the batched LoRA kernels, and adapters loaded
+            d += self.lora_step_s([e[0] for e in batch],
+                                  sum(width if dec else tok for _, tok, dec in batch))
         self.batch = batch
         self.began = t
         self.version += 1
@@ -235,6 +248,8 @@ class StepEngine(SchedulerBase):
         got = self._try_admit(i, t, budget)
         if got is None:
             self.reserved_blocks -= self.reserved.pop(i, 0)
+        elif self.slots is not None:
+            self.lora_take(i)
         return got
 
     def _try_admit(self, i: int, t: float, budget: int):

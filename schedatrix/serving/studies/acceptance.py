@@ -97,6 +97,7 @@ class Outcome:
     link_busy_s: list[float] = field(default_factory=list)
     prefix_hit_share: list[float] = field(default_factory=list)
     kv_tiers: list[KVTiers] = field(default_factory=list)   # per run: hits by tier, copies
+    lora: list[dict] = field(default_factory=list)   # per run: adapter loads, waits, seconds
     reasons: list[dict] = field(default_factory=list)   # per run: {(reason, class): count}
     #: per run, per class: the shares of its requests over the TTFT and over the TPOT threshold
     missed: list[list[tuple[float, float]]] = field(default_factory=list)
@@ -344,6 +345,9 @@ def _add(out: Outcome, run: Run) -> None:
     out.prefix_hit_share.append(run.prefix_hit_tokens / run.prefix_lookup_tokens
                                 if run.prefix_lookup_tokens else 0.0)
     out.kv_tiers.append(kv_tiers(run))
+    out.lora.append({"loads_resident": run.lora_loads[0], "loads_cpu": run.lora_loads[1],
+                     "loads_disk": run.lora_loads[2], "slot_skips": run.lora_skips,
+                     "load_s": run.lora_load_s, "kernel_s": run.lora_kernel_s})
     out.reasons.append(dict(run.reasons))
     out.missed.append([missed_slos(run, c) for c in range(len(run.requests.classes))])
     out.events += run.events

@@ -45,6 +45,8 @@ def design_json(o: Outcome) -> dict:
     out["prefix_hit_share"] = finite(interval(o.prefix_hit_share)[0])
     if d.kv_offload_gb:
         out["kv_offload"] = kv_offload_json(o)
+    if d.lora_adapters:
+        out["lora"] = lora_json(o)
     reasons: dict = {}
     for per_run in o.reasons:
         for (reason, c), count in per_run.items():
@@ -88,3 +90,11 @@ def kv_offload_json(o: Outcome) -> dict:
     return {"gb": o.design.kv_offload_gb, "prefix_hit_share_hbm": mean("hbm_hit_share"),
             "prefix_hit_share_cpu": mean("cpu_hit_share"), "load_s": mean("load_s"),
             "recompute_saved_s": mean("recompute_saved_s")}
+
+
+def lora_json(o: Outcome) -> dict:
+    """The adapters' figures, means over the runs: admissions by where their adapter was,
+    the times a request was passed over for a slot, the seconds of loads and of kernels."""
+    d = o.design
+    return {"adapters": d.lora_adapters, "max_loras": d.max_loras,
+            **{k: finite(interval([r[k] for r in o.lora])[0]) for k in o.lora[0]}}

@@ -10,6 +10,7 @@ requests = 1000          # each rate's run starts here (at least 1,000), grown t
 seed = 0
 splits = false           # also try prefill/decode splits (one prefill : one decode replica)
 drift = true             # a trace's model keeps its fitted per-minute profile (false: one rate)
+adapters = false         # also price the models of one base model as its LoRA adapters
 
 [[models]]
 name = "chat"            # default: the model
@@ -48,7 +49,11 @@ The search, DistServe's placement search on a budget:
    Each chosen placement's headroom is its goodput over the model's rate: how far its load
    may grow before it misses the attainment; the model with the
    least breaks first.
-4. When no combination fits: which model cannot be served and why (no unit holds it, none meets
+4. With ``adapters = true``, each group of two or more models of one base model (each a rate,
+   none placed as a split) is also priced as LoRA adapters of that model on one shared pool
+   of its first member's unit, against each on replicas of its own, and the plan says which is
+   cheaper (:mod:`.adapters_or_models`); the placement above is not changed by it.
+5. When no combination fits: which model cannot be served and why (no unit holds it, none meets
    its SLOs at any rate, or its cheapest placement alone is over the count), and the smallest
    count that would hold them all.
 
@@ -75,10 +80,11 @@ from ..intake.toml_tables import file_path, read_toml, table, tables, unknown
 from ..load.fit import fit
 from ..load.replay import replay
 from ..load.requests import SLOClass
-from ..load.workload import Load
+from ..load.workload import Load, Tenant
 from ..numbers import check_int, check_real
 from ..perf.catalog import DTYPES, GPUS, GPUS_PER_NODE, MODELS, gpu, model
 from ..perf.model import allowed_tp
+from .adapters_or_models import adapters_or_models
 from .capacity import Goodput, goodput_capacity
 from .steady import MIN_REQUESTS, check_requests, steady_run
 
@@ -88,7 +94,7 @@ __all__ = ["Pool", "ModelLoad", "PoolFile", "Option", "ModelPlan", "Plan", "load
 #: The most GPUs a pool may hold, by a file's ``count`` or by ``serving plan --gpus``.
 MAX_POOL_GPUS = 100_000
 
-_POOL_KEYS = {"gpu", "count", "attainment", "requests", "seed", "splits", "drift"}
+_POOL_KEYS = {"gpu", "count", "attainment", "requests", "seed", "splits", "drift", "adapters"}
 _MODEL_KEYS = {"name", "model", "rate", "burstiness", "input_len", "output_len", "lengths_from",
                "trace", "ttft_s", "tpot_s", "dtype"}
 #: How far a unit count is trimmed or grown from ``ceil(rate / goodput)`` when simulated.
@@ -105,6 +111,7 @@ class Pool:
     seed: int = 0
     splits: bool = False
     drift: bool = True
+    adapters: bool = False
     #: (knob, value) pairs put on every design the search tries: a user's calibration
     #: (``serving plan --calibration``: the host step and the client path it fitted)
     design_knobs: tuple = ()
@@ -214,6 +221,7 @@ class Plan:
     smallest_budget: dict | None
     tried: tuple
     source: str = ""
+    adapters: tuple = ()     # (names, base model, AdaptersOrModels) of models sharing a base
 
     @property
     def gpus_used(self) -> dict[str, int]:
@@ -286,11 +294,12 @@ def _pool(p: dict, where: str) -> Pool:
     except InputError as e:
         raise InputError(f"{where}{e}") from None
     splits, drift = p.get("splits", False), p.get("drift", True)
-    for key, value in (("splits", splits), ("drift", drift)):
+    adapters = p.get("adapters", False)
+    for key, value in (("splits", splits), ("drift", drift), ("adapters", adapters)):
         if not isinstance(value, bool):
             raise InputError(f"{where}{key}: {value!r}; allowed: true or false")
     return Pool(tuple(zip(kinds, counts, strict=True)), float(attainment), requests, seed, splits,
-                drift)
+                drift, adapters)
 
 
 def _model(t: dict, k: int, base: Path | None, where: str) -> ModelLoad:
@@ -693,7 +702,39 @@ def plan(spec: PoolFile, on_progress: Callable[[str], None] | None = None) -> Pl
     tick("headroom of the chosen placements")
     chosen = tuple(ModelPlan(m, o, _goodput(o.design, m, pool))
                    for m, o in zip(spec.models, combo, strict=True))
-    return Plan(pool, chosen, True, options, (), None, tuple(tried), spec.source)
+    shared = _as_adapters(chosen, pool, tick) if pool.adapters else ()
+    return Plan(pool, chosen, True, options, (), None, tuple(tried), spec.source, shared)
+
+
+def _as_adapters(chosen: tuple[ModelPlan, ...], pool: Pool, tick) -> tuple:
+    """With ``adapters = true``: each group of two or more models of one base model (and
+    precision), each a rate, priced as adapters of that model on its first member's unit
+    against each on replicas of its own (:mod:`.adapters_or_models`); a model replayed from a
+    trace, or placed as a split, is left out."""
+    groups: dict[tuple, list[ModelPlan]] = {}
+    for m in chosen:
+        unit = m.option.unit
+        if m.spec.source == "rate" and not unit.split and m.spec.load.rate_rps is not None:
+            groups.setdefault((m.spec.model, unit.dtype), []).append(m)
+    out = []
+    for (base, _), members in groups.items():
+        if len(members) < 2:
+            continue
+        names = tuple(m.spec.name for m in members)
+        tick(f"{', '.join(names)} as adapters of {base}")
+        tenants = tuple(_tenant(m) for m in members)
+        unit = members[0].option.unit.with_(replicas=1)
+        out.append((names, base, adapters_or_models(
+            Load(tenants=tenants), unit, requests=pool.requests, attainment=pool.attainment,
+            seed=pool.seed)))
+    return tuple(out)
+
+
+def _tenant(m: ModelPlan) -> Tenant:
+    """A model's load as a tenant of a shared pool: its rate, burstiness, lengths and SLO."""
+    load = m.spec.load
+    return Tenant(dataclasses.replace(m.spec.slo, name=m.spec.name), load.rate_rps, load.burstiness,
+                  load.bursts, load.input_len, load.output_len, load.pairs)
 
 
 def _why_not(spec: PoolFile, per_model: list[list[Option]], counts: dict[str, int]) -> list:

@@ -30,8 +30,10 @@ from ..perf.engines import ENGINES
 from ..perf.host import VLLM_HOST, HostCosts
 from ..perf.kernels import efficiency, matmul_s
 from ..published.fp8_gemm import DEEPGEMM_H800
+from ..published.lora_rows import LORA_PUBLISHED, LoraPublished, is_lora
 from ..published.rows import PUBLISHED, Published
 from ..published.spec_rows import SPEC_PUBLISHED
+from ..replica.lora import ADAPTER_META
 from ..sim.engine import simulate_fast
 from .spec_validation import is_spec, replay_spec
 
@@ -87,6 +89,8 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     """The model's figure for ``row`` (in the row's unit), with vLLM's host costs ``host``."""
     if is_spec(row):                  # speculative decoding: its own replay (.spec_validation)
         return replay_spec(row, host)
+    if is_lora(row):                  # many LoRA adapters against none: one load, two runs
+        return _lora_ratio(row, host)
     if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
         bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
         return bf16 / fp8
@@ -144,6 +148,28 @@ def _run(row: Published, requests: Requests, design: Design, host: HostCosts, wh
     if not (run.status == COMPLETED).all():
         raise InputError(f"validation row {row.id}: not every request {which}completed")
     return run
+
+
+def _lora_ratio(row: LoraPublished, host: HostCosts) -> float:
+    """A multi-LoRA row's ratio: its load (the requests its benchmark sent) with the row's
+    adapters, one slot an adapter and every adapter in host memory (S-LoRA never makes a
+    request wait for a slot), over the same load on the base model alone; each throughput is
+    the completed requests over the time from the benchmark's start to the last response."""
+    if row.kind != "lora_ratio":
+        raise InputError(f"validation row {row.id}: kind {row.kind!r}; allowed: lora_ratio")
+    arrival, inp, out, adapter = row.trace()
+    rps = []
+    for n in (row.adapters, 0):
+        requests = Requests(arrival, inp, out, np.zeros(len(arrival), np.int16),
+                            meta={ADAPTER_META: adapter} if n else {})
+        lora = dict(lora_adapters=n, lora_rank=row.rank, max_loras=n, max_cpu_loras=n,
+                    lora_targets=row.targets) if n else {}
+        design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=row.engine,
+                        cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none",
+                        **lora)
+        run = _run(row, requests, design, host)
+        rps.append(len(requests) / float(np.max(run.done_s)))
+    return rps[0] / rps[1]
 
 
 def online_run(row: Published, host: HostCosts = VLLM_HOST, staggered: bool = False):
@@ -205,7 +231,8 @@ def check(row: Published) -> Check:
     return Check(row, replay(row))
 
 
-def validate(rows: tuple[Published, ...] = PUBLISHED + SPEC_PUBLISHED) -> list[Check]:
+def validate(rows: tuple[Published, ...] = PUBLISHED + SPEC_PUBLISHED + LORA_PUBLISHED
+             ) -> list[Check]:
     """Every row against the model."""
     return [check(r) for r in rows]
 
@@ -253,6 +280,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "online TTFT": ("online_ttft",),
     "online ITL": ("online_itl",),
     "speculative TPOT": ("spec_itl",),
+    "LoRA throughput": ("lora_ratio",),
 }
 
 
