@@ -69,3 +69,15 @@ def poisson_load(n, rate, seed, inp=(50, 400), out=(1, 60), classes=None, hashes
         kw = {"hash_offsets": np.array(offsets), "hash_values": np.array(values, np.int64)}
     return Requests(arrival, inp_tok.astype(np.int64), out_tok.astype(np.int64), cls,
                     tuple(classes), closed_loop=ClosedLoop(*closed) if closed else None, **kw)
+
+
+def design_refusal(tmp_path, design_lines: str, capsys) -> str:
+    """``serving run`` on a scenario whose one design holds ``design_lines``: its refusal,
+    which must be one line on stderr with exit 2, nothing on stdout and no traceback."""
+    from schedatrix.cli import main
+    f = tmp_path / "s.toml"
+    f.write_text(f"[load]\nrate = 2\nrequests = 20\n\n[[designs]]\n{design_lines}\n")
+    code = main(["serving", "run", str(f)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    return err
