@@ -38,6 +38,11 @@ def _pick(r: random.Random, options):
     return options[int(r.random() * len(options))]
 
 
+def _kv_token_bytes(m) -> int:
+    """One token's BF16 KV over the whole model: K and V, every layer, every KV head."""
+    return 2 * m.layers * m.kv_heads * m.head_dim * 2
+
+
 def _steps_ms(rep, spec: SpecDecode) -> tuple[float, float]:
     """The replica's plain decode step and its speculating step, ms, rounded as printed."""
     base = PerfModel(rep.model, rep.gpu.name, tp=rep.tp)
@@ -86,7 +91,7 @@ def lora_slots(rep, r: random.Random) -> Question:
     qkv = 3 * m.hidden * rank + rank * (q + 2 * kv) / tp
     o = q * rank / tp + rank * m.hidden
     adapter = (qkv + o) * m.layers * 2
-    kv_gpu = 2 * m.layers * m.kv_heads * m.head_dim * 2 / tp
+    kv_gpu = _kv_token_bytes(m) / tp
     tokens = -int(-(slots * adapter) // kv_gpu)
     many = f"{slots} slots" if slots > 1 else "1 slot"
     return Question(
@@ -119,8 +124,7 @@ def tier_copy(rep, r: random.Random) -> Question | None:
         return None
     prefix = _pick(r, prefixes)
     gb_s = h2d_gb_s(rep.gpu.name)
-    kv = 2 * m.layers * m.kv_heads * m.head_dim * 2
-    per_gpu = kv / tp
+    per_gpu = _kv_token_bytes(m) / tp
     ms = prefix * per_gpu / (gb_s * 1e9) * 1e3
     return Question(
         "tier_copy",
