@@ -27,6 +27,7 @@ from schedatrix.serving.perf.model import PerfModel
 from schedatrix.serving.perf.pcie import h2d_gb_s
 from schedatrix.serving.perf.spec_decode import SpecDecode, SpecPerfModel, expected_tokens
 from schedatrix.serving.replica.kv_cache import largest_batch
+from schedatrix.serving.replica.lora import adapter_bytes_per_gpu, slots_tokens
 from schedatrix.serving.sim.simulate import simulate
 from schedatrix.serving.studies.queueing import mg1
 
@@ -86,7 +87,7 @@ def test_every_kind_is_asked_in_a_fair_share_of_drills_in_varied_order(many):
     questions = sum(asked.values())
     assert set(asked) == set(sd.SERVING_KINDS) and len(asked) >= 10
     assert {"mg1_wait", "littles_law", "goodput_per_gpu", "prefix_cache", "kv_move", "recovery",
-            "expert_reads", "fp8_weights", "spec_gain", "tier_copy"} <= set(asked)
+            "expert_reads", "fp8_weights", "spec_gain", "lora_slots", "tier_copy"} <= set(asked)
     for kind, n in asked.items():
         # none over a fifth of the questions, none rare
         assert 0.02 * questions <= n <= 0.20 * questions, (kind, n, questions)
@@ -327,7 +328,26 @@ def _check_tier(q, model, gpu, tp):
     assert q.answer == pytest.approx(1e3 * prefix * per_gpu / (gb_s * 1e9), rel=1e-9)
 
 
-SYSTEM_CHECKS = {"mg1_wait": _check_mg1, "littles_law": _check_little,
+def _lora_design(q, model, gpu, tp):
+    """The design a LoRA slots question describes (as many adapters as slots)."""
+    rank = _num(r"rank R = (\d+) on", q.prompt, int)
+    slots = _num(r"max_loras = (\d+) adapters", q.prompt, int)
+    return Design(model=model, gpu=gpu, tp=tp, lora_adapters=slots, max_loras=slots,
+                  lora_rank=rank, lora_targets="attention"), rank, slots
+
+
+def _check_lora(q, model, gpu, tp):
+    design, rank, slots = _lora_design(q, model, gpu, tp)
+    perf = design.perf()
+    # the tokens the simulator's KV cache loses to the slots (tests/test_serving_lora.py), and
+    # an adapter's bytes as the library counts them on the attention's modules
+    assert q.answer == slots_tokens(perf, design.lora())
+    one = adapter_bytes_per_gpu(MODELS[model], rank, tp=tp, targets="attention")
+    assert q.answer == -int(-(slots * one) // perf.kv_bytes_per_token_per_gpu)
+    assert f"= {one / 1e6:,.2f} MB an adapter a GPU" in q.explanation
+
+
+SYSTEM_CHECKS = {"lora_slots": _check_lora, "mg1_wait": _check_mg1, "littles_law": _check_little,
                  "goodput_per_gpu": _check_goodput, "prefix_cache": _check_prefix,
                  "kv_move": _check_kv_move, "recovery": _check_recovery,
                  "spec_gain": _check_spec, "tier_copy": _check_tier}
@@ -553,7 +573,18 @@ def _setup_tier(q, design, m):
     assert 1e3 * kv_tiers(run).load_s == pytest.approx(q.answer, rel=1e-9)
 
 
-SETUPS = {"spec_gain": _setup_spec, "tier_copy": _setup_tier,
+def _setup_lora(q, design, m):
+    """The replica with those slots builds with the cache that much smaller, and serves a
+    request of each adapter."""
+    lora, _, slots = _lora_design(q, m.name, design.gpu, design.tp)
+    blocks = build(design).kv_blocks_per_replica
+    cap = lora.perf().kv_capacity_tokens()
+    assert build(lora).kv_blocks_per_replica == (cap - q.answer) // 16 < blocks
+    n = max(2 * slots, 4)
+    _all_served(_serve(lora, [256] * n, [32] * n, arrivals=[0.01 * i for i in range(n)]))
+
+
+SETUPS = {"lora_slots": _setup_lora, "spec_gain": _setup_spec, "tier_copy": _setup_tier,
           "largest_batch": _setup_largest_batch, "step_time": _setup_decode_batch,
           "allreduce_bytes": _setup_decode_batch, "slo": _setup_slo, "mg1_wait": _setup_mg1,
           "goodput_per_gpu": _setup_goodput, "prefix_cache": _setup_prefix,

@@ -1,7 +1,7 @@
 """Serving drills: drill number n is the same replica and the same questions for everyone.
 
 Each drill describes one replica (a model's shape, a GPU, its tensor parallelism, a batch) and
-asks three questions drawn from a bank of sixteen kinds. Six are about the replica: the KV
+asks three questions drawn from a bank of seventeen kinds. Six are about the replica: the KV
 bytes a token holds, the KV capacity of the replica, the largest batch that fits, a decode
 step's time by the roofline, the bytes one GPU sends in a step's all-reduces, and which SLO
 fails and which knob repairs it. Six are about the system around it
@@ -9,8 +9,9 @@ fails and which knob repairs it. Six are about the system around it
 DistServe's goodput per GPU, the prefix cache, the KV move of a prefill/decode split, and the
 time a crashed replica takes to serve again. Two are lesson 13's (:mod:`.expert`): the
 expert weights a mixture-of-experts decode step reads, and the weights an FP8 replica holds.
-Two are lesson 15's (:mod:`.features`), on the drill's replica: speculative decoding's gain at
-its batch, and the copy back of a prefix from a CPU tier of the KV cache.
+Three are lesson 15's (:mod:`.features`), on the drill's replica: speculative decoding's gain
+at its batch, the KV cache its LoRA slots take, and the copy back of a prefix from a CPU tier of
+the KV cache.
 No kind makes up more than a fifth of the questions (tests/test_serving_drills.py counts
 drills 0 to 999).
 As in the fleet drills (:mod:`schedatrix.course.drills.fleet`), everything is drawn from Python's
@@ -95,7 +96,7 @@ _DRAW_WEIGHT = {"kv_per_token": 1.0, "kv_capacity": 1.6, "largest_batch": 1.6,
                 "step_time": 1.6, "allreduce_bytes": 0.5, "slo": 1.0, "mg1_wait": 1.0,
                 "littles_law": 1.0, "goodput_per_gpu": 1.0, "prefix_cache": 1.0, "kv_move": 1.0,
                 "recovery": 1.0, "expert_reads": 1.0, "fp8_weights": 1.0,
-                "spec_gain": 1.0, "tier_copy": 1.0}
+                "spec_gain": 1.0, "lora_slots": 1.0, "tier_copy": 1.0}
 
 
 @dataclass(frozen=True)
@@ -395,6 +396,8 @@ SERVING_KINDS: dict[str, _Kind] = {k.id: k for k in (
           _alone(expert_drills.fp8_weights)),
     _kind("spec_gain", "speculative decoding's gain", {"spec"}, {"step"},
           feature_drills.spec_gain),
+    _kind("lora_slots", "the KV cache LoRA slots take", {"lora"}, {"kv_token"},
+          feature_drills.lora_slots),
     _kind("tier_copy", "a prefix copied back from the CPU tier", {"tier"}, {"kv_token"},
           feature_drills.tier_copy),
 )}
