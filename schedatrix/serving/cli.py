@@ -544,8 +544,8 @@ def _lora_text(o) -> str:
     kernels (means over the runs)."""
     from .studies.outcome_json import lora_json
     k = lora_json(o)
-    return (f"LoRA loads {k['loads_cpu']:.0f} CPU, {k['loads_disk']:.0f} disk, "
-            f"{k['load_s']:.2f} s; {k['slot_skips']:.0f} slot waits; kernels "
+    return (f"LoRA loads {k['loads_cpu']:,.0f} CPU, {k['loads_disk']:,.0f} disk, "
+            f"{k['load_s']:.2f} s; {k['slot_skips']:,.0f} slot waits; kernels "
             f"{k['kernel_s']:.2f} s")
 
 
