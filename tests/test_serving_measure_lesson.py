@@ -68,7 +68,7 @@ def test_the_mystery_deployments_terms_against_the_models():
     says("14", "a host step of 6 ms and a front end of 20 ms, about three times the model's "
                "host step and twenty times its front end (1 ms)")
     assert round(0.006 / VLLM_HOST.step_s) == 3
-    assert VLLM_CLIENT_PATH.front_end_s == 0.001 and round(0.020 / 0.001) == 20
+    assert VLLM_CLIENT_PATH.front_end_s == 0.001          # the lesson's "(1 ms)": 20 ms is 20x
     says("14", "With the design's defaults the held-out requests' TPOT was off by more than "
                "15%; calibrated, by less than 10%")
     out = printed("14", "mystery.write_text")
