@@ -143,6 +143,11 @@ SPEC_UNREPLAYED: tuple[tuple[str, str, str], ...] = (
      "https://github.com/vllm-project/vllm/pull/32887",
      "the B200 and NVFP4 are not in the catalog, nor is Llama 3.2 1B; PARD drafts all K "
      "tokens in one pass, which the draft model here does not"),
+    ("SGLang's adaptive speculation PR: Llama 3.1 8B drafted by Llama 3.2 1B (STANDALONE, 3 "
+     "steps) on one H20, 16 requests at concurrency 8, static against adaptive drafting",
+     "https://github.com/sgl-project/sglang/pull/23519",
+     "the H20 and Llama 3.2 1B are not in the catalog; it compares two ways of drafting, and "
+     "its figures were not read beyond the setup"),
     ("Tenstorrent's speculative-decoding benchmark on vLLM: Llama 3.1 8B drafted by Llama 3.2 "
      "1B on an A100, ITL from 16-17 ms to 7-12 ms by prompt category",
      "https://github.com/tenstorrent/tt-inference-server/pull/3699",
