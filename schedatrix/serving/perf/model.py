@@ -232,7 +232,11 @@ class PerfModel:
         """Seconds of one iteration: ``prefill_chunks`` = ``(new_tokens, cached_tokens)`` per
         prefilling request; ``n_decode`` requests decode one token each, attending over
         ``decode_context_tokens`` tokens in all. An empty batch takes 0 s."""
-        chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
+        return self._iteration_s(_check_batch(prefill_chunks, n_decode, decode_context_tokens),
+                                 n_decode, decode_context_tokens)
+
+    def _iteration_s(self, chunks: list, n_decode: int, decode_context_tokens: int) -> float:
+        """:meth:`iteration_s` of a batch known to be well formed (the simulator's)."""
         tokens = n_decode
         for c in chunks:
             tokens += c[0]

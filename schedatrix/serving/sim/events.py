@@ -232,7 +232,16 @@ class Cluster:
                     arrive(nxt, a)
                     continue
             t, kind, _, what, version = pop(heap)
-            dispatch(t, kind, what, version)
+            if kind == END:          # dispatch's commonest cases, inline
+                self.events += 1
+                if version == what.version:
+                    what.step_end(t)
+            elif kind == START:
+                self.events += 1
+                if version == what.version:
+                    what.step_start(t)
+            else:
+                dispatch(t, kind, what, version)
         return self.record()
 
     def dispatch(self, t: float, kind: int, what, version: int) -> None:
