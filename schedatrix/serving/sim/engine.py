@@ -53,6 +53,7 @@ class FastEngine(SchedulerBase):
         self.B = cfg.block_tokens
         self.max_tokens = cfg.max_batched_tokens
         self.max_batch = cfg.max_batch
+        self.async_on = cfg.async_scheduling
         self.swap = sim.policy.preemption == "swap"
         self.priority = sim.policy.priority_preemption
         super().__init__(sim, replica, role, kv_blocks)
@@ -138,8 +139,10 @@ class FastEngine(SchedulerBase):
 
     # -- arrivals ----------------------------------------------------------------------------
     def add(self, i: int, t: float) -> None:
-        if self.to_inbox(i, t):
-            if self.plan is not None and self.plan[0] == "stretch":
+        if self.busy and self.began >= 0 and self.async_on:   # self.to_inbox(i, t), inline
+            self.inbox.append((t, i))
+            plan = self.plan
+            if plan is not None and plan[0] == "stretch":
                 self.cut(t)
             return
         self.enqueue(i, t)
@@ -604,13 +607,16 @@ class FastEngine(SchedulerBase):
         _, t0, k, a, b, s0, n, _ = plan
         if t <= t0:
             return
-        if not force and not self.priority and len(self.running) >= self.sim.cfg.max_batch:
+        if not force and not self.priority and len(self.running) >= self.max_batch:
             return   # a full batch admits nobody until someone ends: the stretch stands
         kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
         if kk < k:
             plan[2] = kk
-            self.version += 1
-            self.sim.push(t0 + _sum_s(kk, a, b, s0, n), END, self, self.version)
+            version = self.version = self.version + 1
+            sim = self.sim
+            seq = sim.seq = sim.seq + 1        # sim.push, inline
+            heappush(sim.heap, (t0 + (kk * a + b * (kk * s0 + n * kk * (kk - 1) / 2)), END,
+                                seq, self, version))
 
     def need_over(self, k: int) -> int:
         """KV blocks the decoders take over the next k iterations."""
