@@ -214,6 +214,7 @@ class PerfModel:
                                  self.shard.kv_bytes_per_token,
                                  *prefill_attention_rates(self.eff, self.gpu),
                                  self.eff.roofline_blend)
+        self._decode_parts: dict[int, tuple[float, float]] = {}   # _decode_s's, by batch
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
@@ -251,6 +252,23 @@ class PerfModel:
         seconds += self._decode_per_token_s * decode_context_tokens
         if self.async_scheduling:    # the host works beside the GPU; a small part stays serial
             host = self.host.step_s + self.host.per_seq_s * seqs
+            return (seconds if seconds > host else host) + self.serial_s
+        return seconds
+
+    def _decode_s(self, n_decode: int, decode_context_tokens: int) -> float:
+        """:meth:`iteration_s` of ``n_decode >= 1`` decoders and no prefill, the same
+        arithmetic, its parts that depend on the batch size alone kept by size."""
+        parts = self._decode_parts.get(n_decode)
+        if parts is None:
+            seqs = tokens = n_decode
+            tok, seq = self._tok_table, self._seq_table
+            parts = self._decode_parts[n_decode] = (
+                (tok[tokens] if tokens < len(tok) else self._token_s(tokens))
+                + (seq[seqs] if seqs < len(seq) else self._seq_s(seqs)),
+                self.host.step_s + self.host.per_seq_s * seqs)
+        seconds = parts[0] + self._decode_per_token_s * decode_context_tokens
+        if self.async_scheduling:
+            host = parts[1]
             return (seconds if seconds > host else host) + self.serial_s
         return seconds
 

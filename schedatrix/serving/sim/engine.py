@@ -54,6 +54,7 @@ class FastEngine(SchedulerBase):
         self.max_tokens = cfg.max_batched_tokens
         self.max_batch = cfg.max_batch
         self.async_on = cfg.async_scheduling
+        self.reserving = cfg.capacity == "guaranteed-no-evict"   # reservations (scheduler)
         self.swap = sim.policy.preemption == "swap"
         self.priority = sim.policy.priority_preemption
         super().__init__(sim, replica, role, kv_blocks)
@@ -62,9 +63,10 @@ class FastEngine(SchedulerBase):
         # the perf model's iteration time without its input checks (the engine's batches are
         # well formed), where the model is the calibrated one and not a subclass overriding it
         perf = self.perf
-        self.iteration_s = (perf._iteration_s
-                            if type(perf).iteration_s is PerfModel.iteration_s
-                            and "iteration_s" not in vars(perf) else perf.iteration_s)
+        exact = type(perf).iteration_s is PerfModel.iteration_s and \
+            "iteration_s" not in vars(perf)
+        self.iteration_s = perf._iteration_s if exact else perf.iteration_s
+        self.decode_s = perf._decode_s if exact else lambda n, ctx: perf.iteration_s((), n, ctx)
 
     def clear(self) -> None:
         self.waiting: list = []          # heap of (priority, arrival, i)
@@ -309,7 +311,8 @@ class FastEngine(SchedulerBase):
             first = self.first_chunk(head[2], budget)
             if not self.cache.hash_blocks:   # no prefix lookups: admit may reuse it
                 self.head_chunk = (head[2], budget, first)
-            if first[0] is not None and first[2] <= available and self.reserve_fits(head[2]):
+            if first[0] is not None and first[2] <= available and (
+                    not self.reserving or self.reserve_fits(head[2])):
                 return True
         # a higher class would preempt a lower one to get in
         return self.priority and bool(self.running) and \
@@ -367,7 +370,7 @@ class FastEngine(SchedulerBase):
                     tokens, blocks, room = self.first_chunk(i, budget)
                 fits = tokens is not None and \
                     room <= cache.total_blocks - cache.used + cache.evictable and \
-                    self.reserve_fits(i)
+                    (not self.reserving or self.reserve_fits(i))
             if not fits:
                 if not self.priority or not self.running:
                     break
@@ -378,7 +381,8 @@ class FastEngine(SchedulerBase):
                 continue
             key = self.pop_waiting()
             self.running[i] = key
-            self.reserve(i)
+            if self.reserving:
+                self.reserve(i)
             if self.slots is not None:
                 self.lora_take(i)
             if sim.ready[i]:
@@ -394,19 +398,23 @@ class FastEngine(SchedulerBase):
                 cache.allocate(blocks)
                 sim.own[i] = blocks
                 self.target[i] = sim.inp[i] + sim.generated[i]
-                self.prefilling_add(key)
+                insort(self.prefilling, key)
                 chunks.append((i, tokens))
             else:
-                hits = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks else 0
-                sim.pinned[i] = hits
-                loaded = self.cpu_peek(i, hits)
-                if loaded:
-                    self.cpu_load(i, hits, loaded)
-                sim.computed[i] = (hits + loaded) * cache.hash_block_tokens
+                if cache.hash_blocks or cache.cpu is not None:
+                    hits = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks \
+                        else 0
+                    sim.pinned[i] = hits
+                    loaded = self.cpu_peek(i, hits)
+                    if loaded:
+                        self.cpu_load(i, hits, loaded)
+                    sim.computed[i] = (hits + loaded) * cache.hash_block_tokens
+                else:        # no prefix cache, no CPU tier: nothing pinned, nothing cached
+                    sim.pinned[i] = sim.computed[i] = 0
                 cache.allocate(blocks)
                 sim.own[i] = blocks
                 self.target[i] = sim.inp[i] + sim.generated[i]
-                self.prefilling_add(key)
+                insort(self.prefilling, key)
                 chunks.append((i, tokens))
                 if sim.scheduled[i] != sim.scheduled[i]:   # NaN: first time
                     sim.scheduled[i] = t
@@ -415,9 +423,6 @@ class FastEngine(SchedulerBase):
             heapq.heappush(self.waiting, key)
         self.head_chunk = None
         return swap_in
-
-    def prefilling_add(self, key) -> None:
-        insort(self.prefilling, key)
 
     def unschedule(self, i: int, t: float, chunks: list) -> int:
         """Priority preemption during admission: take i out of this iteration (its tokens
@@ -522,7 +527,7 @@ class FastEngine(SchedulerBase):
             computed = sim.computed
             d = self.iteration_s([(c, computed[i]) for i, c in chunks], n, ctx)
         else:
-            d = self.iteration_s(chunks, n, ctx)
+            d = self.decode_s(n, ctx)
         if sim.link:
             d += sim.iteration_extra(self.replica, t, sum(c for _, c in chunks) + n)
         if swap_in or self.swap_out:

@@ -192,7 +192,8 @@ class Cluster:
         self.fault_log: list[dict] = []
         self.closed = requests.closed_loop
         self.next_closed = 0
-        self.nxt = 0                     # the next open-loop arrival, and its time
+        self.nxt = 0                     # open-loop arrivals taken (after the run), and the
+        #                                  next one's time
         self.next_arrival_s = float("inf")
 
     # -- events ------------------------------------------------------------------------------
@@ -220,28 +221,39 @@ class Cluster:
         heap, n_arr, pop, arrive = self.heap, len(arr), heapq.heappop, self.arrive
         dispatch = self.dispatch
         inf = float("inf")
-        self.next_arrival_s = arr[0] if n_arr else inf
-        while heap or self.nxt < n_arr:
-            nxt = self.nxt
-            if nxt < n_arr:
-                a = arr[nxt]
-                if not heap or a < heap[0][0] or (a == heap[0][0] and heap[0][1] >= ARRIVE):
+        nxt = 0
+        a = self.next_arrival_s = arr[0] if n_arr else inf   # the next open-loop arrival
+        while True:
+            if heap:
+                top = heap[0]
+                # the arrival first unless an event of an earlier kind is due at its time
+                if a < top[0] or (a == top[0] and top[1] >= ARRIVE and nxt < n_arr):
                     self.events += 1
-                    self.nxt = nxt + 1
-                    self.next_arrival_s = arr[nxt + 1] if nxt + 1 < n_arr else inf
-                    arrive(nxt, a)
+                    nxt += 1
+                    i, t = nxt - 1, a
+                    a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
+                    arrive(i, t)
                     continue
-            t, kind, _, what, version = pop(heap)
-            if kind == END:          # dispatch's commonest cases, inline
+                t, kind, _, what, version = pop(heap)
+                if kind == END:          # dispatch's commonest cases, inline
+                    self.events += 1
+                    if version == what.version:
+                        what.step_end(t)
+                elif kind == START:
+                    self.events += 1
+                    if version == what.version:
+                        what.step_start(t)
+                else:
+                    dispatch(t, kind, what, version)
+            elif nxt < n_arr:
                 self.events += 1
-                if version == what.version:
-                    what.step_end(t)
-            elif kind == START:
-                self.events += 1
-                if version == what.version:
-                    what.step_start(t)
+                nxt += 1
+                i, t = nxt - 1, a
+                a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
+                arrive(i, t)
             else:
-                dispatch(t, kind, what, version)
+                break
+        self.nxt = nxt
         return self.record()
 
     def dispatch(self, t: float, kind: int, what, version: int) -> None:
