@@ -17,7 +17,7 @@ from ..cluster.admission import FrontDoor
 from ..cluster.faults import check_faults
 from ..cluster.layout import Layout
 from ..cluster.policy import Policy
-from ..cluster.routing import make_router
+from ..cluster.routing import RoundRobin, make_router
 from ..figures.record import COMPLETED, FAILED, REJECTED, UNFINISHED, GapRecord, Run
 from ..load.requests import Requests
 from ..replica.knobs import SchedulerConfig
@@ -243,6 +243,9 @@ class Cluster:
                     self.events += 1
                     if version == what.version:
                         what.step_start(t)
+                elif type(what) is _Entry:   # ARRIVE, past the client's path
+                    self.events += 1
+                    self.enter(what.i, t)
                 else:
                     dispatch(t, kind, what, version)
             elif nxt < n_arr:
@@ -284,7 +287,9 @@ class Cluster:
         client = self.client
         if client is not None:
             self.sent[i] = t
-            self.push(t + client.ingress_s(self.inp[i]), ARRIVE, _Entry(i))
+            seq = self.seq = self.seq + 1       # self.push, inline
+            heapq.heappush(self.heap, (t + client.ingress_s(self.inp[i]), ARRIVE, seq,
+                                       _Entry(i), 0))
             return
         self.enter(i, t)
 
@@ -331,6 +336,11 @@ class Cluster:
             return None
         if len(members) == 1:
             return members[0].index
+        router = self.router
+        if type(router) is RoundRobin:      # RoundRobin.choose, inline: it reads no request
+            k = router.turn
+            router.turn = k + 1
+            return members[k % len(members)].index
         rv = _RequestView()
         rv.prompt_tokens = self.inp[i]
         rv.hashes = self.req.hashes(i) if self.has_hashes else None
@@ -344,7 +354,8 @@ class Cluster:
         if not self.up[r]:                 # crashed, not noticed yet: the request is lost
             self.lost(i, t, r)
             return
-        self.views[r].target().add(i, t)
+        es = self.engines[r]
+        (es[0] if len(es) == 1 else self.views[r].target()).add(i, t)
 
     def retry(self, i: int, t: float) -> None:
         """A lost request tries again (no admission checks: it was admitted once)."""
