@@ -38,7 +38,7 @@ from ..figures.record import Run
 from ..load.requests import Requests
 from ..perf.model import PerfModel
 from ..replica.knobs import SchedulerConfig
-from ..replica.scheduler import SchedulerBase
+from ..replica.scheduler import TIE_S, SchedulerBase
 from ..replica.speculation import kept_blocks, lookahead_blocks
 from .events import END, START, Cluster
 
@@ -206,8 +206,10 @@ class FastEngine(SchedulerBase):
         """Start what comes next at t: a stretch of decode iterations when nothing can change
         the batch before it ends, else one iteration (:meth:`step_exact` when short of KV)."""
         sim, cache = self.sim, self.cache
-        if self.inbox:
-            self.take_inbox(t, idle=False)
+        inbox = self.inbox
+        if inbox:
+            if inbox[0][0] <= self.began + TIE_S:   # some seen by now (take_inbox's test)
+                self.take_inbox(t, idle=False)
             if not self.running and not self.waiting:
                 self.take_inbox(t, idle=True)
         dec = self.dec
