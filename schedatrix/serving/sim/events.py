@@ -100,6 +100,12 @@ class Cluster:
     ``perf`` is the performance model of every replica, or a mapping from a replica's role
     (``mixed``, ``prefill``, ``decode``) to its own (a split whose two sides differ)."""
 
+    # what the schedulers read at every event, in slots (faster than this large a dict); the
+    # per-request lists and the rest stay in the instance's dict (a live run grows them)
+    __slots__ = ("heap", "seq", "events", "iterations", "next_arrival_s", "link", "gaps",
+                 "kv_last_t", "kv_t", "kv_delta", "client", "cfg", "door", "entry_views",
+                 "engines", "up", "router", "closed", "__dict__")
+
     def __init__(self, requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
                  policy: Policy | None, engine_cls, implementation: str, router=None):
         policy = policy or Policy()
