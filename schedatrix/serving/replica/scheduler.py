@@ -185,12 +185,13 @@ class SchedulerBase(OffloadUse, LoraUse):
         if self.slots is not None:
             self.slots.release(i)
         sim, cache = self.sim, self.cache
-        cache.release(sim.own[i])
+        cache.used -= sim.own[i]          # cache.release, inline
         sim.own[i] = 0
         if sim.pinned[i]:
             cache.unpin(sim.req.hashes(i), sim.pinned[i])
             sim.pinned[i] = 0
-        self.transferring.discard(i)
+        if self.transferring:
+            self.transferring.discard(i)
 
     def spec_out(self, i: int, left: int) -> int:
         """Tokens request i's verification emits: one plus the drafted tokens it accepts,

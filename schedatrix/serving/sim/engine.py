@@ -739,15 +739,15 @@ class FastEngine(SchedulerBase):
 
     def finish_decoders(self, t: float) -> None:
         sim = self.sim
-        heap = self.done_heap
-        dec = self.dec
-        while heap and heap[0][0] < self.G:
+        heap, dec, running, G = self.done_heap, self.dec, self.running, self.G
+        last_token = sim.last_token
+        while heap and heap[0][0] < G:
             _, i, entry = heapq.heappop(heap)
             if dec.get(i) is not entry:
                 continue   # a stale entry: the request left (or was preempted) before
             self.dec_remove(i)
-            sim.last_token[i] = t
-            del self.running[i]
+            last_token[i] = t
+            del running[i]
             self.release_request(i)
             sim.complete(i, t)
 

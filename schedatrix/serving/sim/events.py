@@ -227,14 +227,14 @@ class Cluster:
         heap, n_arr, pop, arrive = self.heap, len(arr), heapq.heappop, self.arrive
         dispatch = self.dispatch
         inf = float("inf")
-        nxt = 0
+        nxt = events = 0        # arrivals taken, events run here (added at the end)
         a = self.next_arrival_s = arr[0] if n_arr else inf   # the next open-loop arrival
         while True:
             if heap:
                 top = heap[0]
                 # the arrival first unless an event of an earlier kind is due at its time
                 if a < top[0] or (a == top[0] and top[1] >= ARRIVE and nxt < n_arr):
-                    self.events += 1
+                    events += 1
                     nxt += 1
                     i, t = nxt - 1, a
                     a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
@@ -242,20 +242,20 @@ class Cluster:
                     continue
                 t, kind, _, what, version = pop(heap)
                 if kind == END:          # dispatch's commonest cases, inline
-                    self.events += 1
+                    events += 1
                     if version == what.version:
                         what.step_end(t)
                 elif kind == START:
-                    self.events += 1
+                    events += 1
                     if version == what.version:
                         what.step_start(t)
                 elif type(what) is _Entry:   # ARRIVE, past the client's path
-                    self.events += 1
+                    events += 1
                     self.enter(what.i, t)
                 else:
                     dispatch(t, kind, what, version)
             elif nxt < n_arr:
-                self.events += 1
+                events += 1
                 nxt += 1
                 i, t = nxt - 1, a
                 a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
@@ -263,6 +263,7 @@ class Cluster:
             else:
                 break
         self.nxt = nxt
+        self.events += events
         return self.record()
 
     def dispatch(self, t: float, kind: int, what, version: int) -> None:
