@@ -91,6 +91,9 @@ CUDA_GRAPH_MAX_TOKENS = 512
 _TABLES: dict = {}
 _TABLES_MAX = 256
 TABLE_BLOCK = 1024
+#: Prefill chunks whose attention term a model keeps (by new and cached tokens; beyond, each is
+#: computed again): a prompt's first chunk repeats across a load's many requests.
+CHUNK_TERMS_KEPT = 1 << 16
 
 
 @runtime_checkable
@@ -215,6 +218,7 @@ class PerfModel:
                                  *prefill_attention_rates(self.eff, self.gpu),
                                  self.eff.roofline_blend)
         self._decode_parts: dict[int, tuple[float, float]] = {}   # _decode_s's, by batch
+        self._chunk_terms: dict[tuple, float] = {}   # _prefill_attention_s's, by chunk
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
@@ -517,14 +521,23 @@ class PerfModel:
                 float(cross), float(host_tok + host_seq))
 
     def _prefill_attention_s(self, chunks: list) -> float:
-        """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic)."""
-        flops_per_pair, kv_bytes_per_token, flop_rate, byte_rate, p = self._attention_terms
+        """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic);
+        each chunk's term kept by (new, cached) tokens, up to CHUNK_TERMS_KEPT of them."""
+        kept = self._chunk_terms
         total = 0.0
         for new, cached in chunks:
-            pairs = new * cached + new * (new + 1) // 2  # causal: token i sees cached + i keys
-            compute = pairs * flops_per_pair / flop_rate
-            memory = (cached + new) * kv_bytes_per_token / byte_rate
-            total += (compute**p + memory**p) ** (1.0 / p)
+            key = (new, cached)
+            term = kept.get(key)
+            if term is None:
+                flops_per_pair, kv_bytes_per_token, flop_rate, byte_rate, p = \
+                    self._attention_terms
+                pairs = new * cached + new * (new + 1) // 2  # causal: token i sees cached + i
+                compute = pairs * flops_per_pair / flop_rate
+                memory = (cached + new) * kv_bytes_per_token / byte_rate
+                term = (compute**p + memory**p) ** (1.0 / p)
+                if len(kept) < CHUNK_TERMS_KEPT:
+                    kept[key] = term
+            total += term
         return float(self.model.layers * total)
 
 
