@@ -192,7 +192,7 @@ def baseline_package(rev: str, tmp: Path) -> Package:
     return Package(rev if commit.startswith(rev) else f"{rev} ({commit[:7]})", tmp)
 
 
-def _cols(values, width=32) -> str:
+def _cols(values, width=30) -> str:
     return " | ".join(f"{v:<{width}}" for v in values).rstrip()
 
 
@@ -242,11 +242,11 @@ def million(packages, n: int, m: int) -> None:
         return
     print(f"   measured on the first {m:,} of these requests (simulate only):")
     print(f"   {'  reference engine:':34s}"
-          + _cols(f"{r['reference_cpu_s']:.2f} s CPU ({r['reference_cpu_s'] / m * 1e6:,.0f} "
-                  "us a request)" for r in ps))
+          + _cols(f"{r['reference_cpu_s']:.2f} s CPU, "
+                  f"{r['reference_cpu_s'] / m * 1e6:,.0f} us a request" for r in ps))
     print(f"   {'  fast engine:':34s}"
-          + _cols(f"{r['fast_cpu_s']:.2f} s CPU ({r['fast_cpu_s'] / m * 1e6:,.0f} "
-                  "us a request)" for r in ps))
+          + _cols(f"{r['fast_cpu_s']:.2f} s CPU, {r['fast_cpu_s'] / m * 1e6:,.0f} us a request"
+                  for r in ps))
     print(f"   {'  reference / fast, per request:':34s}"
           + _cols(f"{r['reference_cpu_s'] / r['fast_cpu_s']:.1f}x" for r in ps))
     same = all(r["reference_iterations"] == r["fast_iterations"] for r in ps)

@@ -93,7 +93,7 @@ _TABLES_MAX = 256
 TABLE_BLOCK = 1024
 #: Prefill chunks whose attention term a model keeps (by new and cached tokens; beyond, each is
 #: computed again): a prompt's first chunk repeats across a load's many requests.
-CHUNK_TERMS_KEPT = 1 << 16
+CHUNK_TERMS_KEPT = 1 << 14
 
 
 @runtime_checkable
