@@ -75,10 +75,12 @@ class FastEngine(SchedulerBase):
         # the perf model's iteration time without its input checks (the engine's batches are
         # well formed), where the model is the calibrated one and not a subclass overriding it
         perf = self.perf
-        exact = type(perf).iteration_s is PerfModel.iteration_s and \
-            "iteration_s" not in vars(perf)
+        kind = type(perf)
+        exact = kind.iteration_s is PerfModel.iteration_s and \
+            kind._iteration_s is PerfModel._iteration_s and \
+            "iteration_s" not in getattr(perf, "__dict__", {})
         self.iteration_s = perf._iteration_s if exact else perf.iteration_s
-        self.decode_s = perf._decode_s if exact else lambda n, ctx: perf.iteration_s((), n, ctx)
+        self.decode_s = perf._decode_s if exact else lambda n, ctx: perf.iteration_s([], n, ctx)
 
     def clear(self) -> None:
         self.waiting: list = []          # heap of (priority, arrival, i)
