@@ -59,16 +59,22 @@ def _seconds(cell) -> float | None:
     return (parse(end) - parse(start)).total_seconds()
 
 
-def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = None) -> Timing:
+def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = None,
+               memo_max: int = 0) -> Timing:
     """Execute one lesson from ``root`` in a fresh kernel whose PYTHONPATH is ``root``; with
     ``profile`` (a file path) the kernel's cProfile statistics and the memo's are written
-    there (pstats format; the memo's as ``profile + '.memo'``)."""
+    there (pstats format; the memo's as ``profile + '.memo'``); ``memo_max`` (when not 0)
+    bounds the memo at that many requests instead of its own bound."""
     import nbformat
     from nbclient import NotebookClient
 
     path = lesson_path(root, lesson)
     nb = nbformat.read(path, as_version=4)
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    if memo_max:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(
+            f"from schedatrix.serving.sim import memo as _m; _m.MAX_REQUESTS = {memo_max}"))
+        code_cells = [i + 1 for i in code_cells]
     if profile:
         nb.cells.insert(0, nbformat.v4.new_code_cell(
             "import cProfile as _cp; _bench_pr = _cp.Profile(); _bench_pr.enable()"))
@@ -149,6 +155,8 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", type=int, metavar="N", default=0,
                         help="profile this tree's runs: print the N costliest functions of "
                              "the library (cumulative) and the memo's hits")
+    parser.add_argument("--memo-max", type=int, metavar="REQUESTS", default=0,
+                        help="this tree's runs: the memo holds up to REQUESTS requests")
     args = parser.parse_args(argv)
     lessons = [f"{int(n):02d}" if n.isdigit() else n for n in args.lessons] or SERVING
     for n in lessons:
@@ -164,7 +172,7 @@ def main(argv=None) -> int:
                 if before:
                     print("\n".join(report(before, f"[{args.baseline}] ")), flush=True)
                 prof = str(Path(tmp) / f"{n}.prof") if args.profile else None
-                after = run_lesson(ROOT, n, args.timeout, prof)
+                after = run_lesson(ROOT, n, args.timeout, prof, args.memo_max)
                 print("\n".join(report(after, "[this tree] " if base else "")), flush=True)
                 if prof:
                     print("\n".join(profile_lines(prof, args.profile)), flush=True)
@@ -177,7 +185,7 @@ def main(argv=None) -> int:
     if base:
         print(f"\n{'lesson':<28}{'before s':>10}{'after s':>10}{'ratio':>8}"
               f"{'CPU before':>12}{'CPU after':>11}")
-        for n, b, a in rows:
+        for _n, b, a in rows:
             cpu = lambda t: f"{t.cpu_s:.1f}" if t.cpu_s is not None else "?"  # noqa: E731
             print(f"{a.lesson:<28}{b.wall_s:>10.1f}{a.wall_s:>10.1f}{a.wall_s / b.wall_s:>8.2f}"
                   f"{cpu(b):>12}{cpu(a):>11}")

@@ -27,7 +27,7 @@ from ..figures.metrics import Figures, TimeSeries, figures, missed_slos, time_se
 from ..figures.record import Run
 from ..load.requests import Requests, SLOClass
 from ..numbers import check_int, check_real
-from ..sim.simulate import simulate
+from .parallel import simulate_all
 from .run_share import (
     AUTO_START,
     CONFIDENCE,
@@ -325,9 +325,10 @@ def more_runs(out: Outcome, make_requests: Callable[[int], Requests], upto: int,
               implementation: str = "fast", on_run: Callable[[], None] | None = None,
               keep: list[Run] | None = None, first: Requests | None = None) -> None:
     """Add runs to ``out`` until it has ``upto``, on the seeds that follow its last one."""
-    for k in range(len(out.runs), upto):
-        req = first if k == 0 and first is not None else make_requests(out.seed + k)
-        run = simulate(req, out.design, implementation)
+    start = len(out.runs)
+    jobs = ((first if k == 0 and first is not None else make_requests(out.seed + k),
+             out.design, implementation, (), None) for k in range(start, upto))
+    for k, run in enumerate(simulate_all(jobs), start):     # on workers where they help
         _add(out, run)
         if keep is not None:
             keep.append(run)
