@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_lessons.py                      # lessons 07-15
     .venv/bin/python benchmarks/bench_lessons.py 09 12                # the lessons named
     .venv/bin/python benchmarks/bench_lessons.py --baseline main 09   # before and after
+    .venv/bin/python benchmarks/bench_lessons.py --nbval --baseline main   # nbval passes
 
 Each lesson runs with nbclient from its own folder and is never written back. Per lesson it
 prints the wall seconds, the kernel's CPU seconds (a last cell, added here and never stored,
@@ -10,6 +11,8 @@ prints ``time.process_time()``), the three slowest cells, every cell over 10 s a
 average. ``--baseline REV`` checks REV out in a temporary worktree and runs the same lessons
 from it (its notebooks, its library on PYTHONPATH), each right before this tree's, so that
 before and after share the machine and the hour; the two are printed side by side.
+``--nbval`` times one nbval pass of each lesson instead (``pytest --nbval
+--nbval-current-env``, the stored outputs compared), and says whether it passed.
 """
 
 from __future__ import annotations
@@ -113,6 +116,18 @@ def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = No
     return Timing(path.stem, wall_s, cpu_s, tuple(cells))
 
 
+def nbval_pass(root: Path, lesson: str) -> Timing:
+    """One nbval pass of a lesson from ``root`` (its library on PYTHONPATH): wall seconds;
+    ``cpu_s`` holds pytest's exit status instead (0: every stored output matched)."""
+    path = lesson_path(root, lesson)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    start = time.perf_counter()
+    code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "--nbval", "--nbval-current-env", str(path)], cwd=root, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return Timing(path.stem, time.perf_counter() - start, float(code), ())
+
+
 def report(t: Timing, label: str = "") -> list[str]:
     cpu = f"{t.cpu_s:.1f}" if t.cpu_s is not None else "?"
     lines = [f"{label}{t.lesson}: {t.wall_s:.1f} s wall, kernel CPU {cpu} s"]
@@ -147,6 +162,28 @@ def _baseline_tree(rev: str, into: Path) -> Path:
     return tree
 
 
+def _nbval_table(lessons: list[str], base: Path | None, rev: str | None) -> int:
+    status = lambda t: "passed" if t.cpu_s == 0 else f"FAILED ({t.cpu_s:.0f})"  # noqa: E731
+    worst = 0
+    rows = []
+    for n in lessons:
+        before = nbval_pass(base, n) if base else None
+        after = nbval_pass(ROOT, n)
+        worst = max(worst, int(after.cpu_s))
+        line = f"{after.lesson:<28}"
+        if before:
+            line += f"[{rev}] {before.wall_s:6.1f} s {status(before):<12}"
+        line += f"this tree {after.wall_s:6.1f} s {status(after):<12}"
+        if before:
+            line += f"ratio {after.wall_s / before.wall_s:.2f}"
+        print(line + f"  ({load_average()})", flush=True)
+        rows.append((before, after))
+    if base:
+        tb, ta = sum(b.wall_s for b, _ in rows), sum(a.wall_s for _, a in rows)
+        print(f"{'all':<28}[{rev}] {tb:6.1f} s, this tree {ta:6.1f} s, ratio {ta / tb:.2f}")
+    return worst
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("lessons", nargs="*", help="lesson numbers (default 07 to 15)")
@@ -155,6 +192,8 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", type=int, metavar="N", default=0,
                         help="profile this tree's runs: print the N costliest functions of "
                              "the library (cumulative) and the memo's hits")
+    parser.add_argument("--nbval", action="store_true",
+                        help="time one nbval pass of each lesson instead")
     parser.add_argument("--memo-max", type=int, metavar="REQUESTS", default=0,
                         help="this tree's runs: the memo holds up to REQUESTS requests")
     args = parser.parse_args(argv)
@@ -167,6 +206,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_lessons_") as tmp:
         base = _baseline_tree(args.baseline, Path(tmp)) if args.baseline else None
         try:
+            if args.nbval:
+                return _nbval_table(lessons, base, args.baseline)
             for n in lessons:
                 before = run_lesson(base, n, args.timeout) if base else None
                 if before:
