@@ -39,6 +39,7 @@ class Timing:
     wall_s: float
     cpu_s: float | None
     cells: tuple[tuple[int, str, float], ...]     # (index, first line, seconds)
+    status: int = 0                               # nbval: pytest's exit status
 
 
 def load_average() -> str:
@@ -117,15 +118,20 @@ def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = No
 
 
 def nbval_pass(root: Path, lesson: str) -> Timing:
-    """One nbval pass of a lesson from ``root`` (its library on PYTHONPATH): wall seconds;
-    ``cpu_s`` holds pytest's exit status instead (0: every stored output matched)."""
+    """One nbval pass of a lesson from ``root`` (its library on PYTHONPATH): wall seconds, the
+    CPU seconds of pytest and its kernel together, and pytest's exit status (0: every stored
+    output matched)."""
+    import resource
+
     path = lesson_path(root, lesson)
     env = {**os.environ, "PYTHONPATH": str(root)}
-    start = time.perf_counter()
+    used = lambda: (lambda r: r.ru_utime + r.ru_stime)(  # noqa: E731
+        resource.getrusage(resource.RUSAGE_CHILDREN))
+    start, cpu = time.perf_counter(), used()
     code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "--nbval", "--nbval-current-env", str(path)], cwd=root, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return Timing(path.stem, time.perf_counter() - start, float(code), ())
+    return Timing(path.stem, time.perf_counter() - start, used() - cpu, (), code)
 
 
 def report(t: Timing, label: str = "") -> list[str]:
@@ -163,24 +169,27 @@ def _baseline_tree(rev: str, into: Path) -> Path:
 
 
 def _nbval_table(lessons: list[str], base: Path | None, rev: str | None) -> int:
-    status = lambda t: "passed" if t.cpu_s == 0 else f"FAILED ({t.cpu_s:.0f})"  # noqa: E731
+    status = lambda t: "passed" if t.status == 0 else f"FAILED ({t.status})"  # noqa: E731
     worst = 0
     rows = []
     for n in lessons:
         before = nbval_pass(base, n) if base else None
         after = nbval_pass(ROOT, n)
-        worst = max(worst, int(after.cpu_s))
-        line = f"{after.lesson:<28}"
+        worst = max(worst, after.status)
+        line = f"{after.lesson:<24}"
         if before:
-            line += f"[{rev}] {before.wall_s:6.1f} s {status(before):<12}"
-        line += f"this tree {after.wall_s:6.1f} s {status(after):<12}"
+            line += f"[{rev}] {before.wall_s:5.1f} s, {before.cpu_s:5.1f} CPU s {status(before)} | "
+        line += f"this tree {after.wall_s:5.1f} s, {after.cpu_s:5.1f} CPU s {status(after)}"
         if before:
-            line += f"ratio {after.wall_s / before.wall_s:.2f}"
-        print(line + f"  ({load_average()})", flush=True)
+            line += f" | CPU ratio {after.cpu_s / before.cpu_s:.2f}"
+        print(line, flush=True)
+        print(f"    {load_average()}", flush=True)
         rows.append((before, after))
     if base:
         tb, ta = sum(b.wall_s for b, _ in rows), sum(a.wall_s for _, a in rows)
-        print(f"{'all':<28}[{rev}] {tb:6.1f} s, this tree {ta:6.1f} s, ratio {ta / tb:.2f}")
+        cb, ca = sum(b.cpu_s for b, _ in rows), sum(a.cpu_s for _, a in rows)
+        print(f"{'all':<24}[{rev}] {tb:5.1f} s, {cb:5.1f} CPU s | this tree {ta:5.1f} s, "
+              f"{ca:5.1f} CPU s | CPU ratio {ca / cb:.2f}")
     return worst
 
 
