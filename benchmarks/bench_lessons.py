@@ -64,11 +64,12 @@ def _seconds(cell) -> float | None:
 
 
 def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = None,
-               memo_max: int = 0) -> Timing:
+               memo_max: int = 0, env: dict | None = None) -> Timing:
     """Execute one lesson from ``root`` in a fresh kernel whose PYTHONPATH is ``root``; with
     ``profile`` (a file path) the kernel's cProfile statistics and the memo's are written
     there (pstats format; the memo's as ``profile + '.memo'``); ``memo_max`` (when not 0)
-    bounds the memo at that many requests instead of its own bound."""
+    bounds the memo at that many requests instead of its own bound; ``env``: more variables
+    for the kernel."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -89,8 +90,9 @@ def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = No
         code_cells = [i + 1 for i in code_cells]
     nb.cells.append(nbformat.v4.new_code_cell(
         f"import time as _t; print('{CPU_MARK}' + repr(_t.process_time()))"))
-    env_was = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(root)          # the kernel inherits it when it starts
+    env = {"PYTHONPATH": str(root), **(env or {})}
+    env_was = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)                        # the kernel inherits them when it starts
     try:
         client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
                                 record_timing=True,
@@ -99,10 +101,11 @@ def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = No
         client.execute()
         wall_s = time.perf_counter() - start
     finally:
-        if env_was is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = env_was
+        for k, v in env_was.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     cpu_s = None
     for out in nb.cells[-1].get("outputs", []):
         text = out.get("text", "")
@@ -117,14 +120,14 @@ def run_lesson(root: Path, lesson: str, timeout_s: int, profile: str | None = No
     return Timing(path.stem, wall_s, cpu_s, tuple(cells))
 
 
-def nbval_pass(root: Path, lesson: str) -> Timing:
+def nbval_pass(root: Path, lesson: str, env: dict | None = None) -> Timing:
     """One nbval pass of a lesson from ``root`` (its library on PYTHONPATH): wall seconds, the
     CPU seconds of pytest and its kernel together, and pytest's exit status (0: every stored
     output matched)."""
     import resource
 
     path = lesson_path(root, lesson)
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
     used = lambda: (lambda r: r.ru_utime + r.ru_stime)(  # noqa: E731
         resource.getrusage(resource.RUSAGE_CHILDREN))
     start, cpu = time.perf_counter(), used()
@@ -168,13 +171,14 @@ def _baseline_tree(rev: str, into: Path) -> Path:
     return tree
 
 
-def _nbval_table(lessons: list[str], base: Path | None, rev: str | None) -> int:
+def _nbval_table(lessons: list[str], base: Path | None, rev: str | None,
+                 env: dict, base_env: dict) -> int:
     status = lambda t: "passed" if t.status == 0 else f"FAILED ({t.status})"  # noqa: E731
     worst = 0
     rows = []
     for n in lessons:
-        before = nbval_pass(base, n) if base else None
-        after = nbval_pass(ROOT, n)
+        before = nbval_pass(base, n, base_env) if base else None
+        after = nbval_pass(ROOT, n, env)
         worst = max(worst, after.status)
         line = f"{after.lesson:<24}"
         if before:
@@ -203,6 +207,8 @@ def main(argv=None) -> int:
                              "the library (cumulative) and the memo's hits")
     parser.add_argument("--nbval", action="store_true",
                         help="time one nbval pass of each lesson instead")
+    parser.add_argument("--workers", metavar="N",
+                        help="this tree's runs: SCHEDATRIX_WORKERS=N (the baseline's: 1)")
     parser.add_argument("--memo-max", type=int, metavar="REQUESTS", default=0,
                         help="this tree's runs: the memo holds up to REQUESTS requests")
     args = parser.parse_args(argv)
@@ -210,19 +216,21 @@ def main(argv=None) -> int:
     for n in lessons:
         lesson_path(ROOT, n)
 
+    env = {"SCHEDATRIX_WORKERS": args.workers} if args.workers else {}
+    base_env = {"SCHEDATRIX_WORKERS": "1"} if args.workers else {}
     print(load_average())
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_lessons_") as tmp:
         base = _baseline_tree(args.baseline, Path(tmp)) if args.baseline else None
         try:
             if args.nbval:
-                return _nbval_table(lessons, base, args.baseline)
+                return _nbval_table(lessons, base, args.baseline, env, base_env)
             for n in lessons:
-                before = run_lesson(base, n, args.timeout) if base else None
+                before = run_lesson(base, n, args.timeout, env=base_env) if base else None
                 if before:
                     print("\n".join(report(before, f"[{args.baseline}] ")), flush=True)
                 prof = str(Path(tmp) / f"{n}.prof") if args.profile else None
-                after = run_lesson(ROOT, n, args.timeout, prof, args.memo_max)
+                after = run_lesson(ROOT, n, args.timeout, prof, args.memo_max, env)
                 print("\n".join(report(after, "[this tree] " if base else "")), flush=True)
                 if prof:
                     print("\n".join(profile_lines(prof, args.profile)), flush=True)
