@@ -83,3 +83,16 @@ def test_who_decides_how_many_workers(monkeypatch):
     monkeypatch.setenv(parallel.WORKERS_ENV, "many")
     with pytest.raises(InputError, match="SCHEDATRIX_WORKERS: got 'many'"):
         parallel.workers()
+
+
+def test_a_job_the_workers_cannot_take_is_run_here(monkeypatch):
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    with memo.off():
+        reqs = [_make(s) for s in (1, 2)]
+        reqs[1].meta["unpicklable"] = lambda: None      # a lambda does not pickle
+        runs = list(parallel.simulate_all((r, PAIR, "fast", (), None) for r in reqs))
+        monkeypatch.setenv(parallel.WORKERS_ENV, "1")
+        alone = list(parallel.simulate_all((r, PAIR, "fast", (), None) for r in reqs))
+    assert all(run.requests is r for run, r in zip(runs, reqs, strict=True))
+    for a, b in zip(runs, alone, strict=True):
+        assert np.array_equal(a.done_s, b.done_s, equal_nan=True)

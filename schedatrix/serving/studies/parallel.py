@@ -91,7 +91,11 @@ def simulate_all(jobs):
         made = {k: pool.submit(_make, jobs[k]) for k in todo}
         for k, run in enumerate(runs):
             if k in made:
-                run, cost_s = made[k].result()
+                try:
+                    run, cost_s = made[k].result()
+                except Exception:      # a job that can't be pickled, a worker lost: here, in
+                    yield simulate(*jobs[k])     # turn (a run that fails fails here too)
+                    continue
                 run.requests = jobs[k][0]              # the caller's own, as simulate gives
                 memo.put(keys[k], run, cost_s)
             yield run
