@@ -277,15 +277,15 @@ models = ["llama-3.2-3b", "llama-3.1-70b"]
 def test_compare_runs_the_designs_own_model_once(tmp_path, capsys, monkeypatch):
     # [compare] models may name the designs' own model: its comparison is the main one, and
     # the sweep over models does not run it a second time (the README's example names 8B)
-    from schedatrix.serving.studies import parallel  # acceptance's runs go through it
+    from schedatrix.serving.studies import acceptance
     runs = []
-    real = parallel.simulate
+    real = acceptance.simulate
 
     def counted(req, design, *args, **kwargs):
         runs.append(design.model)
         return real(req, design, *args, **kwargs)
 
-    monkeypatch.setattr(parallel, "simulate", counted)
+    monkeypatch.setattr(acceptance, "simulate", counted)
     scenario = tmp_path / "s.toml"
     scenario.write_text("""
 [load]

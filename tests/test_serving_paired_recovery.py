@@ -30,7 +30,7 @@ from schedatrix.serving.load.workload import generate
 from schedatrix.serving.reports.decision_record import accept_json, decision_record, runbook
 from schedatrix.serving.sim.simulate import simulate
 from schedatrix.serving.studies import accept as accept_module
-from schedatrix.serving.studies import parallel
+from schedatrix.serving.studies import acceptance
 from schedatrix.serving.studies.accept import FaultCriteria, accept
 from schedatrix.serving.studies.acceptance import Criteria
 
@@ -196,7 +196,7 @@ def lesson_load(seed):
 
 def test_accept_reuses_its_runs_without_faults_as_the_paired_baselines(monkeypatch):
     calls = []
-    for module in (accept_module, parallel):     # parallel: every run of a seed
+    for module in (accept_module, acceptance):
         real = module.simulate
 
         def counted(req, design, *args, _real=real, **kw):

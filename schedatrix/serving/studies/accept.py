@@ -37,8 +37,15 @@ from ..figures.recovery import FaultFigures, fault_figures, windowed
 from ..load.requests import Requests
 from ..numbers import check_real
 from ..sim.simulate import simulate
-from .acceptance import Criteria, Outcome, evaluate, interval, more_runs, stopped_text
-from .parallel import simulate_all
+from .acceptance import (
+    Criteria,
+    Outcome,
+    evaluate,
+    interval,
+    more_runs,
+    simulate_all,
+    stopped_text,
+)
 from .run_share import (
     AUTO_START,
     MAX_RUNS,

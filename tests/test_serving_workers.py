@@ -13,7 +13,7 @@ from schedatrix.serving.cluster.faults import parse_fault
 from schedatrix.serving.load.requests import SLOClass
 from schedatrix.serving.load.workload import Load, generate
 from schedatrix.serving.sim import memo
-from schedatrix.serving.studies import parallel
+from schedatrix.serving.studies import acceptance
 from schedatrix.serving.studies.accept import accept
 from schedatrix.serving.studies.acceptance import evaluate
 
@@ -39,9 +39,9 @@ def _same_runs(a, b):
 
 def test_workers_give_the_runs_one_process_gives(monkeypatch):
     with memo.off():
-        monkeypatch.setenv(parallel.WORKERS_ENV, "1")
+        monkeypatch.setenv(acceptance.WORKERS_ENV, "1")
         alone = evaluate(PAIR, _make, runs=4, seed=3)
-        monkeypatch.setenv(parallel.WORKERS_ENV, "3")
+        monkeypatch.setenv(acceptance.WORKERS_ENV, "3")
         pooled = evaluate(PAIR, _make, runs=4, seed=3)
     _same_runs(alone, pooled)
 
@@ -49,9 +49,9 @@ def test_workers_give_the_runs_one_process_gives(monkeypatch):
 def test_faulted_runs_on_workers_match_too(monkeypatch):
     fault = (parse_fault("worker:0@10+5"),)
     with memo.off():
-        monkeypatch.setenv(parallel.WORKERS_ENV, "0")
+        monkeypatch.setenv(acceptance.WORKERS_ENV, "0")
         [alone] = accept([PAIR], _make, fault, 3, 0)
-        monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+        monkeypatch.setenv(acceptance.WORKERS_ENV, "2")
         [pooled] = accept([PAIR], _make, fault, 3, 0)
     assert alone.with_faults == pooled.with_faults
     assert alone.fault_figures == pooled.fault_figures
@@ -59,7 +59,7 @@ def test_faulted_runs_on_workers_match_too(monkeypatch):
 
 def test_the_workers_runs_are_kept_here(monkeypatch):
     memo.clear()
-    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    monkeypatch.setenv(acceptance.WORKERS_ENV, "2")
     first = evaluate(PAIR, _make, runs=3, seed=11)
     assert memo.stats()["runs"] >= 3
     hits = memo.stats()["hits"]
@@ -70,29 +70,29 @@ def test_the_workers_runs_are_kept_here(monkeypatch):
 
 
 def test_who_decides_how_many_workers(monkeypatch):
-    monkeypatch.delenv(parallel.WORKERS_ENV, raising=False)
+    monkeypatch.delenv(acceptance.WORKERS_ENV, raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    monkeypatch.setattr(parallel, "_cpus", lambda: 2)
-    assert parallel.workers() == 1                      # a 2-core machine: this process only
-    monkeypatch.setattr(parallel, "_cpus", lambda: 16)
-    assert parallel.workers() == parallel.MAX_WORKERS
+    monkeypatch.setattr(acceptance, "_cpus", lambda: 2)
+    assert acceptance.workers() == 1                    # a 2-core machine: this process only
+    monkeypatch.setattr(acceptance, "_cpus", lambda: 16)
+    assert acceptance.workers() == acceptance.MAX_WORKERS
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
-    assert parallel.workers() == 1                      # the suite keeps the cores busy
-    monkeypatch.setenv(parallel.WORKERS_ENV, "4")
-    assert parallel.workers() == 4
-    monkeypatch.setenv(parallel.WORKERS_ENV, "many")
+    assert acceptance.workers() == 1                    # the suite keeps the cores busy
+    monkeypatch.setenv(acceptance.WORKERS_ENV, "4")
+    assert acceptance.workers() == 4
+    monkeypatch.setenv(acceptance.WORKERS_ENV, "many")
     with pytest.raises(InputError, match="SCHEDATRIX_WORKERS: got 'many'"):
-        parallel.workers()
+        acceptance.workers()
 
 
 def test_a_job_the_workers_cannot_take_is_run_here(monkeypatch):
-    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    monkeypatch.setenv(acceptance.WORKERS_ENV, "2")
     with memo.off():
         reqs = [_make(s) for s in (1, 2)]
         reqs[1].meta["unpicklable"] = lambda: None      # a lambda does not pickle
-        runs = list(parallel.simulate_all((r, PAIR, "fast", (), None) for r in reqs))
-        monkeypatch.setenv(parallel.WORKERS_ENV, "1")
-        alone = list(parallel.simulate_all((r, PAIR, "fast", (), None) for r in reqs))
+        runs = list(acceptance.simulate_all((r, PAIR, "fast", (), None) for r in reqs))
+        monkeypatch.setenv(acceptance.WORKERS_ENV, "1")
+        alone = list(acceptance.simulate_all((r, PAIR, "fast", (), None) for r in reqs))
     assert all(run.requests is r for run, r in zip(runs, reqs, strict=True))
     for a, b in zip(runs, alone, strict=True):
         assert np.array_equal(a.done_s, b.done_s, equal_nan=True)
