@@ -293,6 +293,20 @@ def test_prefill_attention_is_the_kernels_formula_to_the_last_bit(pm):
         assert pm._prefill_attention_s(chunks) == float(pm.model.layers * total)
 
 
+@pytest.mark.parametrize("pm", [m for m in MODELS_TO_CHECK if isinstance(m, PerfModel)],
+                         ids=repr)
+def test_the_fast_engine_s_kept_terms_give_the_same_times_to_the_last_bit(pm):
+    # decode-only iterations from parts kept by batch size, prefill terms kept by chunk: the
+    # times computed afresh, exactly, on the first call and on the next (from what was kept)
+    for _ in range(2):
+        for n, ctx in ((1, 0), (1, 17), (40, 40 * 1500), (300, 10**6), (5000, 3 * 10**6)):
+            assert pm._decode_s(n, ctx) == pm.iteration_s([], n, ctx)
+    for chunks in ([(512, 0)], [(2048, 0), (100, 2048)], [(37, 4000), (3, 1)]):
+        kept = [pm._prefill_attention_s(chunks) for _ in range(2)]
+        pm._chunk_terms.clear()
+        assert kept == [pm._prefill_attention_s(chunks)] * 2
+
+
 # -- parallelism ----------------------------------------------------------------------------------
 def test_tensor_parallelism_roughly_halves_a_compute_bound_prefill():
     for name, g in [("llama-3.1-8b", "h100-80gb"), ("llama-3.1-70b", "h200"),

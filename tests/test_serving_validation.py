@@ -22,7 +22,7 @@ from schedatrix.serving.perf.host import VLLM_HOST
 from schedatrix.serving.perf.model import CUDA_GRAPH_MAX_TOKENS, PerfModel
 from schedatrix.serving.published.lora_rows import LORA_PUBLISHED
 from schedatrix.serving.published.rows import PUBLISHED, UNREPLAYED
-from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED
+from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED, SPEC_UNREPLAYED, SpecPublished
 from schedatrix.serving.studies.capacity import goodput_capacity
 from schedatrix.serving.studies.validation import (
     KINDS,
@@ -73,6 +73,59 @@ def test_every_row_names_the_engine_that_measured_it():
     assert {r.engine for r in PUBLISHED if r.framework == "tensorrt-llm"} == \
         {"tensorrt-llm-0.9", "tensorrt-llm"}
     assert {r.engine for r in PUBLISHED if r.source.startswith(TRT_PAGE)} == {"tensorrt-llm-0.9"}
+
+
+# -- speculative decoding: the rows' acceptance and the draft-model method ----------------------
+def test_every_speculating_row_carries_the_acceptance_its_run_measured():
+    # no row's acceptance is fitted: each speculating row brings the mean acceptance length of
+    # its own run, within what K drafted tokens allow; a draft row names a catalog draft
+    from schedatrix.serving.perf.catalog import MODELS
+
+    spec = [r for r in SPEC_PUBLISHED if r.spec_method != "none"]
+    assert len(spec) >= 12
+    for r in spec:
+        assert 1.0 < r.accept_length <= r.spec_tokens + 1, r.id
+        assert (r.draft_model in MODELS) == (r.spec_method == "draft"), r.id
+
+
+def _draft_row(draft: str) -> SpecPublished:
+    """A draft-model row on a setup the catalog holds (Llama 3.1 70B on 4 x H100, K = 5,
+    acceptance length 3), made here to test the replay's path: no published figure, in no
+    table."""
+    return SpecPublished(f"draft-path-{draft}", "tests/test_serving_validation.py", "vllm",
+                         "llama-3.1-70b", "h100-80gb", 4, "spec_itl", 1, 128, 256, 10.0, "ms",
+                         "made in the test", spec_method="draft", spec_tokens=5,
+                         accept_length=3.0, draft_model=draft)
+
+
+def test_a_draft_row_replays_its_draft_models_passes():
+    from schedatrix.serving.perf.spec_decode import SpecPerfModel
+    from schedatrix.serving.studies.spec_validation import design_of, replay_spec
+
+    row = _draft_row("llama-3.2-3b")
+    small, large = replay_spec(row), replay_spec(_draft_row("llama-3.1-8b"))
+    # the mean TPOT is the speculating step (the target verifying K + 1 tokens, the draft's K
+    # passes) over the 3 tokens a step yields, at the request's middle context
+    perf = SpecPerfModel(PerfModel(row.model, row.gpu, tp=row.tp, host=VLLM_HOST),
+                         design_of(row).spec())
+    middle = row.input_tokens + row.output_tokens // 2 + 1
+    assert small == pytest.approx(perf.iteration_s((), 1, middle) / 3.0 * 1e3, rel=0.05)
+    # at the same acceptance an 8B draft's passes make each step longer than a 3B draft's
+    assert large > 1.05 * small
+    # a draft row without its draft model is refused in one line
+    with pytest.raises(InputError, match="draft_model"):
+        replay_spec(_draft_row(""))
+
+
+def test_the_draft_model_sources_checked_are_listed_with_what_they_lack():
+    page = (ROOT / "docs" / "serving-validation.md").read_text()
+    assert len(SPEC_UNREPLAYED) >= 10
+    for what, where, why in SPEC_UNREPLAYED:
+        assert where.startswith("https://") and why, what
+        assert f"| {what} | {where} | {why} |" in page, what
+    # vLLM V1's draft-model PR among them
+    assert any(where == "https://github.com/vllm-project/vllm/pull/24322"
+               for _, where, _ in SPEC_UNREPLAYED)
 
 
 @pytest.fixture(scope="module")

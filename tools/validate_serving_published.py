@@ -32,6 +32,7 @@ def table(checks: list | None = None) -> str:
     sys.path.insert(0, str(ROOT))
     from schedatrix.serving.published.lora_rows import LORA_UNREPLAYED
     from schedatrix.serving.published.rows import UNREPLAYED
+    from schedatrix.serving.published.spec_rows import SPEC_UNREPLAYED
     from schedatrix.serving.studies.validation import (
         LEAN_LIMIT,
         SHARE_AIM,
@@ -97,7 +98,7 @@ def table(checks: list | None = None) -> str:
     lines += ["", "Published measurements not replayed, and what the model lacks for them:", "",
               "| measurement | source | why not |", "|---|---|---|"]
     lines += [f"| {what} | {where} | {why} |" for what, where, why in UNREPLAYED
-              + LORA_UNREPLAYED]
+              + LORA_UNREPLAYED + SPEC_UNREPLAYED]
     return "\n".join(lines)
 
 

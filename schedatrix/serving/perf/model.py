@@ -91,6 +91,9 @@ CUDA_GRAPH_MAX_TOKENS = 512
 _TABLES: dict = {}
 _TABLES_MAX = 256
 TABLE_BLOCK = 1024
+#: Prefill chunks whose attention term a model keeps (by new and cached tokens; beyond, each is
+#: computed again): a prompt's first chunk repeats across a load's many requests.
+CHUNK_TERMS_KEPT = 1 << 14
 
 
 @runtime_checkable
@@ -214,6 +217,8 @@ class PerfModel:
                                  self.shard.kv_bytes_per_token,
                                  *prefill_attention_rates(self.eff, self.gpu),
                                  self.eff.roofline_blend)
+        self._decode_parts: dict[int, tuple[float, float]] = {}   # _decode_s's, by batch
+        self._chunk_terms: dict[tuple, float] = {}   # _prefill_attention_s's, by chunk
         self.kv_capacity_tokens()  # the model must fit, with room for KV cache
 
     def __repr__(self) -> str:
@@ -232,7 +237,11 @@ class PerfModel:
         """Seconds of one iteration: ``prefill_chunks`` = ``(new_tokens, cached_tokens)`` per
         prefilling request; ``n_decode`` requests decode one token each, attending over
         ``decode_context_tokens`` tokens in all. An empty batch takes 0 s."""
-        chunks = _check_batch(prefill_chunks, n_decode, decode_context_tokens)
+        return self._iteration_s(_check_batch(prefill_chunks, n_decode, decode_context_tokens),
+                                 n_decode, decode_context_tokens)
+
+    def _iteration_s(self, chunks: list, n_decode: int, decode_context_tokens: int) -> float:
+        """:meth:`iteration_s` of a batch known to be well formed (the simulator's)."""
         tokens = n_decode
         for c in chunks:
             tokens += c[0]
@@ -247,6 +256,23 @@ class PerfModel:
         seconds += self._decode_per_token_s * decode_context_tokens
         if self.async_scheduling:    # the host works beside the GPU; a small part stays serial
             host = self.host.step_s + self.host.per_seq_s * seqs
+            return (seconds if seconds > host else host) + self.serial_s
+        return seconds
+
+    def _decode_s(self, n_decode: int, decode_context_tokens: int) -> float:
+        """:meth:`iteration_s` of ``n_decode >= 1`` decoders and no prefill, the same
+        arithmetic, its parts that depend on the batch size alone kept by size."""
+        parts = self._decode_parts.get(n_decode)
+        if parts is None:
+            seqs = tokens = n_decode
+            tok, seq = self._tok_table, self._seq_table
+            parts = self._decode_parts[n_decode] = (
+                (tok[tokens] if tokens < len(tok) else self._token_s(tokens))
+                + (seq[seqs] if seqs < len(seq) else self._seq_s(seqs)),
+                self.host.step_s + self.host.per_seq_s * seqs)
+        seconds = parts[0] + self._decode_per_token_s * decode_context_tokens
+        if self.async_scheduling:
+            host = parts[1]
             return (seconds if seconds > host else host) + self.serial_s
         return seconds
 
@@ -495,14 +521,23 @@ class PerfModel:
                 float(cross), float(host_tok + host_seq))
 
     def _prefill_attention_s(self, chunks: list) -> float:
-        """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic)."""
-        flops_per_pair, kv_bytes_per_token, flop_rate, byte_rate, p = self._attention_terms
+        """kernels.prefill_attention_s of every chunk, its rates kept (the same arithmetic);
+        each chunk's term kept by (new, cached) tokens, up to CHUNK_TERMS_KEPT of them."""
+        kept = self._chunk_terms
         total = 0.0
         for new, cached in chunks:
-            pairs = new * cached + new * (new + 1) // 2  # causal: token i sees cached + i keys
-            compute = pairs * flops_per_pair / flop_rate
-            memory = (cached + new) * kv_bytes_per_token / byte_rate
-            total += (compute**p + memory**p) ** (1.0 / p)
+            key = (new, cached)
+            term = kept.get(key)
+            if term is None:
+                flops_per_pair, kv_bytes_per_token, flop_rate, byte_rate, p = \
+                    self._attention_terms
+                pairs = new * cached + new * (new + 1) // 2  # causal: token i sees cached + i
+                compute = pairs * flops_per_pair / flop_rate
+                memory = (cached + new) * kv_bytes_per_token / byte_rate
+                term = (compute**p + memory**p) ** (1.0 / p)
+                if len(kept) < CHUNK_TERMS_KEPT:
+                    kept[key] = term
+            total += term
         return float(self.model.layers * total)
 
 

@@ -20,6 +20,13 @@ vLLM was V1 of July 2025, scheduling synchronously (vLLM 0.10's profile). Both h
 the model's ``eagle`` proposer (one decoder layer, the target's LM head); EAGLE-3's wider input
 (its fc over three hidden states, its attention over two) is not modelled, which ``known_miss``
 says where it shows.
+
+A draft-model row (``spec_method`` ``draft``, the drafting catalog model in ``draft_model``)
+would be replayed the same way, its acceptance solved from the length measured in its run; none
+is published yet with a setup the model can state. :data:`SPEC_UNREPLAYED` lists every
+draft-model measurement checked, each with what it lacks (most draft with Llama 3.2 1B, which
+the catalog does not hold; none gives the acceptance length of its run beside a catalog pair on
+a catalog GPU).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from dataclasses import dataclass
 
 from .rows import LATENCY_BAND, Published
 
-__all__ = ["SpecPublished", "SPEC_PUBLISHED", "accept_from_length"]
+__all__ = ["SpecPublished", "SPEC_PUBLISHED", "SPEC_UNREPLAYED", "accept_from_length"]
 
 _ISSUE_20780 = ("https://github.com/vllm-project/vllm/issues/20780 (its AL and 'TPOT ms' "
                 "tables, BS 1)")
@@ -44,18 +51,21 @@ class SpecPublished(Published):
     spec_tokens: int = 0
     accept_length: float = 0.0
     head: str = ""
+    draft_model: str = ""
 
     def setup_key(self) -> tuple:
-        return super().setup_key() + (self.spec_method, self.spec_tokens, self.head)
+        return super().setup_key() + (self.spec_method, self.spec_tokens, self.head,
+                                      self.draft_model)
 
     @property
     def band(self) -> float:
         return LATENCY_BAND
 
     def setup(self) -> str:
+        who = f"draft {self.draft_model}" if self.spec_method == "draft" else \
+            self.head or self.spec_method
         spec = ("no speculation" if self.spec_method == "none" else
-                f"{self.head or self.spec_method} K={self.spec_tokens}, acceptance length "
-                f"{self.accept_length:g}")
+                f"{who} K={self.spec_tokens}, acceptance length {self.accept_length:g}")
         return (f"{self.framework}: {self.model} on {self.tp} x {self.gpu}, one at a time, "
                 f"{self.input_tokens:,} in / {self.output_tokens:,} out, {spec}, TPOT")
 
@@ -97,4 +107,72 @@ SPEC_PUBLISHED: tuple[SpecPublished, ...] = (
                              "per iteration) is longer than this July 2025 build's"),
     *(_row("eagle1", k, l1, t1) for k, l1, _, t1, _ in _I20780),
     *(_row("eagle3", k, l3, t3, _E3_MISS) for k, _, l3, _, t3 in _I20780),
+)
+
+#: Published measurements of draft-model speculative decoding not replayed, each with what it
+#: lacks (every one checked for a row: a catalog target and draft on a catalog GPU, the
+#: acceptance length of the same run, and the same setup without speculation).
+SPEC_UNREPLAYED: tuple[tuple[str, str, str], ...] = (
+    ("vLLM V1's draft-model PR: acceptance lengths of Qwen3-32B drafted by Qwen3-1.7B on "
+     "MT-Bench (K = 3, temperature 0 and 1), and its TPOT with and without a draft",
+     "https://github.com/vllm-project/vllm/pull/24322",
+     "Qwen3-32B and Qwen3-1.7B are not in the catalog; its Llama 3 check could not be read "
+     "from the stored copy of the thread, so no Llama row was carried over"),
+    ("vLLM's blog on speculative decoding (2024-10-17): Llama 3 70B on 4 x H100, ShareGPT, "
+     "drafted by Qwama-0.5B: up to 1.5x at 1 QPS, 1.4x slower at high QPS",
+     "https://github.com/vllm-project/vllm-project.github.io/blob/"
+     "0a12f21577ceffd6ed1e741d62421a5eed62184b/_posts/2024-10-17-spec-decode.md",
+     "its figures are plots only; Qwama-0.5B is not in the catalog; ShareGPT's length mix is "
+     "not shipped; no acceptance rate is given"),
+    ("NVIDIA's blog on Llama 3.3 70B with draft-target speculative decoding in TensorRT-LLM: "
+     "51.14 to 181.74 output tok/s (3.55x) on H200",
+     "https://developer.nvidia.com/blog/boost-llama-3-3-70b-inference-throughput-3x-with-"
+     "nvidia-tensorrt-llm-speculative-decoding/",
+     "only that summary figure could be read from the stored copy (not the table's draft "
+     "models, draft length or lengths), and no acceptance rate is given: replaying it would "
+     "mean fitting the acceptance to the speedup"),
+    ("NVIDIA's blog \"TensorRT-LLM Speculative Decoding Boosts Inference Throughput by up to "
+     "3.6x\": Llama 3.1 405B on 4 GPUs and Llama 3.1 70B on one, drafts of several sizes, "
+     "TensorRT-LLM 0.14, FP8",
+     "https://machinedaily.ai/tensorrt-llm-speculative-decoding-boosts-inference-throughput "
+     "(a copy of NVIDIA's post)",
+     "the copy keeps the text but not the tables; Llama 3.1 405B is not in the catalog; no "
+     "acceptance rate is named"),
+    ("vLLM's unified parallel drafting PR: PARD Llama 3.2 1B drafting Llama 3.3 70B in NVFP4 "
+     "on one B200, K = 11: about 254 output tok/s, 3.10x over its baseline at batch 1",
+     "https://github.com/vllm-project/vllm/pull/32887",
+     "the B200 and NVFP4 are not in the catalog, nor is Llama 3.2 1B; PARD drafts all K "
+     "tokens in one pass, which the draft model here does not"),
+    ("SGLang's adaptive speculation PR: Llama 3.1 8B drafted by Llama 3.2 1B (STANDALONE, 3 "
+     "steps) on one H20, 16 requests at concurrency 8, static against adaptive drafting",
+     "https://github.com/sgl-project/sglang/pull/23519",
+     "the H20 and Llama 3.2 1B are not in the catalog; it compares two ways of drafting, and "
+     "its figures were not read beyond the setup"),
+    ("Tenstorrent's speculative-decoding benchmark on vLLM: Llama 3.1 8B drafted by Llama 3.2 "
+     "1B on an A100, ITL from 16-17 ms to 7-12 ms by prompt category",
+     "https://github.com/tenstorrent/tt-inference-server/pull/3699",
+     "Llama 3.2 1B is not in the catalog; the A100's memory and the vLLM version are not "
+     "named; the figures are ranges its author calls not conclusive"),
+    ("vLLM issue #8439: Llama 3.1 8B drafted by Llama 3.2 1B (K = 8) on one H100, 240 output "
+     "tok/s", "https://github.com/vllm-project/vllm/issues/8439",
+     "no run without speculation and no acceptance rate beside it; the load is not stated; "
+     "Llama 3.2 1B is not in the catalog"),
+    ("vLLM V0's draft-model optimisation: a 45% latency reduction",
+     "https://github.com/vllm-project/vllm/issues/4630",
+     "a screenshot only (no table to carry over); its models and load are not in the text"),
+    ("vLLM's first draft-model PR (Anyscale): 30-50% lower latency by draft, target and "
+     "dataset, e.g. Llama-2-13B drafted by llama-68m on 4 GPUs",
+     "https://github.com/vllm-project/vllm/pull/2188",
+     "a range with no row behind it; Llama-2-13B and llama-68m are not in the catalog"),
+    ("vLLM PR #4840: benchmark_latency.py of OPT-30B drafted by OPT-125m at TP 1, 2 and 4 on "
+     "A100s, 4.62, 6.10 and 6.23 s against 5.63, 3.60 and 2.42 s without",
+     "https://github.com/vllm-project/vllm/pull/4840",
+     "OPT models are not in the catalog; no acceptance rate is given"),
+    ("vLLM issue #5239: Llama-2-70B-chat drafted by TinyLlama-1.1B (GPTQ) at TP 2, eager, "
+     "K = 5: no faster than without", "https://github.com/vllm-project/vllm/issues/5239",
+     "TinyLlama and GPTQ weights are not in the catalog; the figures are screenshots"),
+    ("llama.cpp PR #27694: Llama-3.1-8B drafted by a 3B model in 4-bit GGUF, accepted length "
+     "and throughput by temperature", "https://github.com/ggml-org/llama.cpp/pull/27694",
+     "llama.cpp (no engine profile) with quantized drafts; the figures are the changes the PR "
+     "makes (0% at temperature 0), not against decoding without a draft"),
 )

@@ -67,6 +67,12 @@ class KVCache:
         """Take ``blocks`` blocks, evicting unpinned cache entries (LRU first) if needed."""
         if blocks <= 0:
             return True
+        used = self.used + blocks
+        if used <= self.total_blocks:        # free room enough (most often): nothing evicted
+            self.used = used
+            if used - self.evictable > self.peak_used:
+                self.peak_used = used - self.evictable
+            return True
         free = self.total_blocks - self.used
         if blocks > free + self.evictable:
             return False

@@ -120,18 +120,22 @@ class SchedulerBase(OffloadUse, LoraUse):
         """At an iteration's start at t: the inbox's requests the scheduler has seen by now
         (arrived by the start of the iteration that just ended) join the waiting queue; all of
         them when ``idle`` (nothing else would run)."""
-        if not self.inbox:
+        inbox = self.inbox
+        if not inbox:
             return
         # within a nanosecond counts as by then: the two simulators sum an iteration's times
         # in different orders, and an arrival may tie with a start to the last bits
         cutoff = float("inf") if idle else self.began + TIE_S
-        keep = []
-        for joined, i in self.inbox:
-            if joined <= cutoff:
-                self.enqueue(i, joined)
-            else:
-                keep.append((joined, i))
-        self.inbox = keep
+        # the inbox is in arrival order (events run in time order): those seen by now are
+        # its first ones
+        k = 0
+        for joined, i in inbox:
+            if joined > cutoff:
+                break
+            self.enqueue(i, joined)
+            k += 1
+        if k:
+            self.inbox = inbox[k:]
 
     def inbox_tokens(self) -> tuple[int, int]:
         """(prefill tokens, all tokens still to compute) of the inbox's requests."""
@@ -181,12 +185,13 @@ class SchedulerBase(OffloadUse, LoraUse):
         if self.slots is not None:
             self.slots.release(i)
         sim, cache = self.sim, self.cache
-        cache.release(sim.own[i])
+        cache.used -= sim.own[i]          # cache.release, inline
         sim.own[i] = 0
         if sim.pinned[i]:
             cache.unpin(sim.req.hashes(i), sim.pinned[i])
             sim.pinned[i] = 0
-        self.transferring.discard(i)
+        if self.transferring:
+            self.transferring.discard(i)
 
     def spec_out(self, i: int, left: int) -> int:
         """Tokens request i's verification emits: one plus the drafted tokens it accepts,

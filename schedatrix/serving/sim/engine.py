@@ -30,13 +30,15 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import insort
+from heapq import heappush
 
 from ..cluster.layout import Layout
 from ..cluster.policy import Policy
 from ..figures.record import Run
 from ..load.requests import Requests
+from ..perf.model import PerfModel
 from ..replica.knobs import SchedulerConfig
-from ..replica.scheduler import SchedulerBase
+from ..replica.scheduler import TIE_S, SchedulerBase
 from ..replica.speculation import kept_blocks, lookahead_blocks
 from .events import END, START, Cluster
 
@@ -46,11 +48,39 @@ __all__ = ["simulate_fast", "FastEngine"]
 class FastEngine(SchedulerBase):
     """One scheduler: a replica, or one pipeline engine of a replica."""
 
+    # every attribute in a slot (read at each event: faster than an instance dict this large)
+    __slots__ = (
+        "B", "G", "async_on", "began", "busy", "cache", "cls_count", "cpu_hits_before", "dec",
+        "dec_base", "dec_left", "decode_s", "done_heap", "floor_of", "head_chunk",
+        "hits_before", "inbox", "iteration_s", "kv_blocks", "kv_noted", "kv_tok_bytes",
+        "lines", "load_s", "loading", "lookups_before", "lora_cpu_s", "lora_disk_s",
+        "lora_kernel_s", "lora_kernels", "lora_load_s", "lora_loading", "lora_loads_before",
+        "lora_skips", "max_batch", "max_tokens", "mod", "peak", "perf", "plain", "plan",
+        "prefilling", "priority", "replica", "reserved", "reserved_blocks", "reserving", "role",
+        "running", "saved_s", "sim", "slots", "spec_k", "swap", "swap_out", "target",
+        "transferring", "version", "wait_prefill", "wait_work", "waiting", "work")
+
     def __init__(self, sim: Cluster, replica: int, role: str, kv_blocks: int):
-        self.B = sim.cfg.block_tokens
+        cfg = sim.cfg
+        self.B = cfg.block_tokens
+        self.max_tokens = cfg.max_batched_tokens
+        self.max_batch = cfg.max_batch
+        self.async_on = cfg.async_scheduling
+        self.reserving = cfg.capacity == "guaranteed-no-evict"   # reservations (scheduler)
         self.swap = sim.policy.preemption == "swap"
         self.priority = sim.policy.priority_preemption
         super().__init__(sim, replica, role, kv_blocks)
+        floor = getattr(self.perf, "decode_floor", None)
+        self.floor_of = floor
+        # the perf model's iteration time without its input checks (the engine's batches are
+        # well formed), where the model is the calibrated one and not a subclass overriding it
+        perf = self.perf
+        kind = type(perf)
+        exact = kind.iteration_s is PerfModel.iteration_s and \
+            kind._iteration_s is PerfModel._iteration_s and \
+            "iteration_s" not in getattr(perf, "__dict__", {})
+        self.iteration_s = perf._iteration_s if exact else perf.iteration_s
+        self.decode_s = perf._decode_s if exact else lambda n, ctx: perf.iteration_s([], n, ctx)
 
     def clear(self) -> None:
         self.waiting: list = []          # heap of (priority, arrival, i)
@@ -72,6 +102,8 @@ class FastEngine(SchedulerBase):
         self.plan = None                 # the iteration or stretch in flight
         self.swap_out = 0                # tokens swapped out this iteration
         self.head_chunk = None           # (i, budget, first_chunk) found by admissible()
+        # stretches of pure decode are possible (no speculation, no LoRA: those step singly)
+        self.plain = not self.spec_k and self.slots is None
 
     # -- what a router sees ----------------------------------------------------------------
     def unfinished(self) -> int:
@@ -123,8 +155,10 @@ class FastEngine(SchedulerBase):
 
     # -- arrivals ----------------------------------------------------------------------------
     def add(self, i: int, t: float) -> None:
-        if self.to_inbox(i, t):
-            if self.plan is not None and self.plan[0] == "stretch":
+        if self.busy and self.began >= 0 and self.async_on:   # self.to_inbox(i, t), inline
+            self.inbox.append((t, i))
+            plan = self.plan
+            if plan is not None and plan[0] == "stretch":
                 self.cut(t)
             return
         self.enqueue(i, t)
@@ -186,61 +220,68 @@ class FastEngine(SchedulerBase):
         """Start what comes next at t: a stretch of decode iterations when nothing can change
         the batch before it ends, else one iteration (:meth:`step_exact` when short of KV)."""
         sim, cache = self.sim, self.cache
-        if self.inbox:
-            self.take_inbox(t, idle=False)
+        inbox = self.inbox
+        if inbox:
+            if inbox[0][0] <= self.began + TIE_S:   # some seen by now (take_inbox's test)
+                self.take_inbox(t, idle=False)
             if not self.running and not self.waiting:
                 self.take_inbox(t, idle=True)
-        n = len(self.dec)
+        dec = self.dec
+        n = len(dec)
         k_spec = self.spec_k
         if k_spec:       # each decoder verifies K + 1 tokens: their KV, their budget
             need_dec = self.spec_need()
-            budget = sim.cfg.max_batched_tokens - n * (1 + k_spec)
+            budget = self.max_tokens - n * (1 + k_spec)
         else:
             need_dec = self.mod[-self.G % self.B] if n else 0
-            budget = sim.cfg.max_batched_tokens - n
+            budget = self.max_tokens - n
         if self.prefilling:
             chunks, need, budget = self.plan_chunks(budget, need_dec)
         else:
-            chunks, need = (), need_dec
+            chunks, need = None, need_dec
         available = cache.total_blocks - cache.used + cache.evictable
         if need > available:
             self.step_exact(t)
             return
-        if n and not chunks and not self.inbox and not k_spec and self.slots is None and not (
-                self.waiting and self.admissible(available - need_dec, budget)):
-            if not (sim.link and self.link_down(t)):
-                g_done, i, entry = self.done_heap[0]
-                if self.dec.get(i) is not entry:   # a stale entry on top
-                    g_done = self.done_top()
-                ends = g_done - self.G + 1
-                # enough room for every decoder's blocks up to the first end (most often)
-                horizon = ends if n * (ends // self.B + 1) <= available else \
-                    self.blocks_horizon(available, ends)
-                if self.waiting and cache.hash_blocks and len(self.running) < sim.cfg.max_batch:
-                    # evicting cached prefixes can change what the queue's head needs: stretch
-                    # only while the decoders' new blocks come from free room
-                    horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
-                if horizon:      # a stretch of ``horizon`` pure-decode iterations from t
-                    k = horizon
-                    line = self.lines.get(n)
-                    if line is None:
-                        floor = getattr(self.perf, "decode_floor", None)
-                        line = self.lines[n] = (*self.perf.decode_line(n),
-                                                floor(n) if floor else 0.0)
-                    a, b, floor = line
-                    s0 = self.dec_base + n * (self.G + 1)
-                    if a + b * s0 < floor:   # async: at the host's floor until the line crosses
-                        if b * n > 0:
-                            k = min(k, _below_floor(floor - a - b * s0, b * n))
-                        a, b = floor, 0.0
-                    if sim.link:
-                        a += sim.iteration_extra(self.replica, t, n)
-                    self.plan = ["stretch", t, k, a, b, s0, n, 0]  # last: iterations with blocks
-                    self.version += 1
-                    sim.seq += 1             # sim.push, inline
-                    heapq.heappush(sim.heap, (t + k * a + b * (k * s0 + n * k * (k - 1) / 2),
-                                              END, sim.seq, self, self.version))
-                    return
+        waiting = self.waiting
+        if n and not chunks and self.plain and not self.inbox and not (
+                waiting and self.admissible(available - need_dec, budget)) and not (
+                sim.link and self.link_down(t)):
+            heap = self.done_heap
+            g_done, i, entry = heap[0]
+            if dec.get(i) is not entry:   # a stale entry on top
+                g_done = self.done_top()
+            G = self.G
+            ends = g_done - G + 1
+            # enough room for every decoder's blocks up to the first end (most often)
+            B = self.B
+            horizon = ends if n * (ends // B + 1) <= available else \
+                self.blocks_horizon(available, ends)
+            if waiting and cache.hash_blocks and len(self.running) < self.max_batch:
+                # evicting cached prefixes can change what the queue's head needs: stretch
+                # only while the decoders' new blocks come from free room
+                horizon = self.blocks_horizon(cache.total_blocks - cache.used, horizon)
+            if horizon:      # a stretch of ``horizon`` pure-decode iterations from t
+                k = horizon
+                line = self.lines.get(n)
+                if line is None:
+                    floor = self.floor_of
+                    line = self.lines[n] = (*self.perf.decode_line(n),
+                                            floor(n) if floor else 0.0)
+                a, b, floor = line
+                s0 = self.dec_base + n * (G + 1)
+                if a + b * s0 < floor:   # async: at the host's floor until the line crosses
+                    if b * n > 0:
+                        k = min(k, _below_floor(floor - a - b * s0, b * n))
+                    a, b = floor, 0.0
+                if sim.link:
+                    a += sim.iteration_extra(self.replica, t, n)
+                self.plan = ["stretch", t, k, a, b, s0, n, 0]  # last: iterations with blocks
+                version = self.version = self.version + 1
+                seq = sim.seq = sim.seq + 1             # sim.push, inline
+                heappush(sim.heap, (t + k * a + b * (k * s0 + n * k * (k - 1) / 2),
+                                    END, seq, self, version))
+                return
         if need:
             cache.allocate(need)
         if chunks:
@@ -251,7 +292,7 @@ class FastEngine(SchedulerBase):
         else:
             chunks = []
         new_dec: list[int] = []
-        swap_in = self.admit(t, budget, chunks, new_dec) if self.waiting and budget > 0 else 0
+        swap_in = self.admit(t, budget, chunks, new_dec) if waiting and budget > 0 else 0
         self.launch(t, chunks, new_dec, swap_in)
 
     def plan_chunks(self, budget: int, need: int) -> tuple[list, int, int]:
@@ -286,7 +327,8 @@ class FastEngine(SchedulerBase):
             first = self.first_chunk(head[2], budget)
             if not self.cache.hash_blocks:   # no prefix lookups: admit may reuse it
                 self.head_chunk = (head[2], budget, first)
-            if first[0] is not None and first[2] <= available and self.reserve_fits(head[2]):
+            if first[0] is not None and first[2] <= available and (
+                    not self.reserving or self.reserve_fits(head[2])):
                 return True
         # a higher class would preempt a lower one to get in
         return self.priority and bool(self.running) and \
@@ -344,7 +386,7 @@ class FastEngine(SchedulerBase):
                     tokens, blocks, room = self.first_chunk(i, budget)
                 fits = tokens is not None and \
                     room <= cache.total_blocks - cache.used + cache.evictable and \
-                    self.reserve_fits(i)
+                    (not self.reserving or self.reserve_fits(i))
             if not fits:
                 if not self.priority or not self.running:
                     break
@@ -355,7 +397,8 @@ class FastEngine(SchedulerBase):
                 continue
             key = self.pop_waiting()
             self.running[i] = key
-            self.reserve(i)
+            if self.reserving:
+                self.reserve(i)
             if self.slots is not None:
                 self.lora_take(i)
             if sim.ready[i]:
@@ -371,19 +414,23 @@ class FastEngine(SchedulerBase):
                 cache.allocate(blocks)
                 sim.own[i] = blocks
                 self.target[i] = sim.inp[i] + sim.generated[i]
-                self.prefilling_add(key)
+                insort(self.prefilling, key)
                 chunks.append((i, tokens))
             else:
-                hits = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks else 0
-                sim.pinned[i] = hits
-                loaded = self.cpu_peek(i, hits)
-                if loaded:
-                    self.cpu_load(i, hits, loaded)
-                sim.computed[i] = (hits + loaded) * cache.hash_block_tokens
+                if cache.hash_blocks or cache.cpu is not None:
+                    hits = cache.match(sim.req.hashes(i), sim.inp[i]) if cache.hash_blocks \
+                        else 0
+                    sim.pinned[i] = hits
+                    loaded = self.cpu_peek(i, hits)
+                    if loaded:
+                        self.cpu_load(i, hits, loaded)
+                    sim.computed[i] = (hits + loaded) * cache.hash_block_tokens
+                else:        # no prefix cache, no CPU tier: nothing pinned, nothing cached
+                    sim.pinned[i] = sim.computed[i] = 0
                 cache.allocate(blocks)
                 sim.own[i] = blocks
                 self.target[i] = sim.inp[i] + sim.generated[i]
-                self.prefilling_add(key)
+                insort(self.prefilling, key)
                 chunks.append((i, tokens))
                 if sim.scheduled[i] != sim.scheduled[i]:   # NaN: first time
                     sim.scheduled[i] = t
@@ -392,9 +439,6 @@ class FastEngine(SchedulerBase):
             heapq.heappush(self.waiting, key)
         self.head_chunk = None
         return swap_in
-
-    def prefilling_add(self, key) -> None:
-        insort(self.prefilling, key)
 
     def unschedule(self, i: int, t: float, chunks: list) -> int:
         """Priority preemption during admission: take i out of this iteration (its tokens
@@ -495,8 +539,11 @@ class FastEngine(SchedulerBase):
             sim.emptied(self.replica, t)
             return
         ctx = self.dec_base + n * (self.G + 1)
-        pre = [(c, sim.computed[i]) for i, c in chunks]
-        d = self.perf.iteration_s(pre, n, ctx)
+        if chunks:
+            computed = sim.computed
+            d = self.iteration_s([(c, computed[i]) for i, c in chunks], n, ctx)
+        else:
+            d = self.decode_s(n, ctx)
         if sim.link:
             d += sim.iteration_extra(self.replica, t, sum(c for _, c in chunks) + n)
         if swap_in or self.swap_out:
@@ -509,9 +556,9 @@ class FastEngine(SchedulerBase):
                                   sum(c for _, c in chunks) + n * (1 + self.spec_k))
         self.plan = ("step", t, chunks, new_dec)
         self.began = t
-        self.version += 1
-        sim.seq += 1             # sim.push, inline
-        heapq.heappush(sim.heap, (t + d, END, sim.seq, self, self.version))
+        version = self.version = self.version + 1
+        seq = sim.seq = sim.seq + 1             # sim.push, inline
+        heappush(sim.heap, (t + d, END, seq, self, version))
         cache = self.cache
         if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
@@ -581,13 +628,16 @@ class FastEngine(SchedulerBase):
         _, t0, k, a, b, s0, n, _ = plan
         if t <= t0:
             return
-        if not force and not self.priority and len(self.running) >= self.sim.cfg.max_batch:
+        if not force and not self.priority and len(self.running) >= self.max_batch:
             return   # a full batch admits nobody until someone ends: the stretch stands
         kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
         if kk < k:
             plan[2] = kk
-            self.version += 1
-            self.sim.push(t0 + _sum_s(kk, a, b, s0, n), END, self, self.version)
+            version = self.version = self.version + 1
+            sim = self.sim
+            seq = sim.seq = sim.seq + 1        # sim.push, inline
+            heappush(sim.heap, (t0 + (kk * a + b * (kk * s0 + n * kk * (kk - 1) / 2)), END,
+                                seq, self, version))
 
     def need_over(self, k: int) -> int:
         """KV blocks the decoders take over the next k iterations."""
@@ -607,56 +657,59 @@ class FastEngine(SchedulerBase):
         """The iteration or stretch in flight ends at t: tokens out, prompts and requests
         done; then the next starts (at once when nothing else is due at t)."""
         sim, cache, plan = self.sim, self.cache, self.plan
+        gaps = sim.gaps           # GapRecord.add, in place
         if plan[0] == "stretch":     # its KV blocks taken, its gaps one progression
             _, t0, k, a, b, s0, n, taken = plan
             blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
             if blocks:
                 cache.allocate(blocks)
-            gaps = sim.gaps       # GapRecord.add_run, in place
             gaps.first.append(a + b * s0)
             gaps.step.append(b * n)
             gaps.count.append(k)
             gaps.weights.extend(self.cls_count)
             G = self.G = self.G + k
             sim.iterations += k
-            self.began = t0 + _sum_s(k - 1, a, b, s0, n)   # its last iteration's start
-        else:
-            self.end_iteration(t)
-            G = self.G
+            j = k - 1                # its last iteration's start (_sum_s, inline)
+            self.began = t0 + (j * a + b * (j * s0 + n * j * (j - 1) / 2))
+        else:                        # one iteration: every decoder's gap, prompts done
+            _, t0, chunks, new_dec = plan
+            weights = self.cls_count
+            if new_dec:      # their gaps run from their last token (a KV move) instead
+                weights = list(weights)
+                cls, last_token = sim.cls, sim.last_token
+                for i in new_dec:
+                    weights[cls[i]] -= 1
+                    gaps.add_one(t - last_token[i], cls[i])
+                gaps.add(t - t0, 0.0, 1, weights)
+            elif self.dec:   # weights, one per decoder, not all 0
+                gaps.first.append(t - t0)
+                gaps.step.append(0.0)
+                gaps.count.append(1)
+                gaps.weights.extend(weights)
+            G = self.G = self.G + 1
+            sim.iterations += 1
+            if self.spec_k and self.dec:
+                self.spec_accepted()
+            if chunks:
+                computed, target = sim.computed, self.target
+                for i, c in chunks:
+                    computed[i] += c
+                    if computed[i] >= target[i]:
+                        self.prompt_done(i, t)
         heap = self.done_heap
         if heap and heap[0][0] < G:
             self.finish_decoders(t)
         if cache.used - cache.evictable != self.kv_noted:
             self.note_kv(t)
         self.plan = None
-        self.version += 1
+        version = self.version = self.version + 1
         events = sim.heap
         if sim.next_arrival_s > t and (not events or events[0][0] > t):
             sim.events += 1        # nothing else is due at t (sim.quiet_until_after, inline):
             self.step_start(t)     # start the next one at once
         else:
-            sim.push(t, START, self, self.version)
-
-    def end_iteration(self, t: float) -> None:
-        """One iteration ends: every decoder's gap, prompts whose last chunk ran."""
-        sim = self.sim
-        _, t0, chunks, new_dec = self.plan
-        weights = self.cls_count
-        if new_dec:        # their gaps run from their last token (a KV move) instead
-            weights = list(weights)
-            for i in new_dec:
-                weights[sim.cls[i]] -= 1
-                sim.gaps.add_one(t - sim.last_token[i], sim.cls[i])
-        sim.gaps.add(t - t0, 0.0, 1, weights)
-        self.G += 1
-        sim.iterations += 1
-        if self.spec_k and self.dec:
-            self.spec_accepted()
-        computed, target = sim.computed, self.target
-        for i, c in chunks:
-            computed[i] += c
-            if computed[i] >= target[i]:
-                self.prompt_done(i, t)
+            sim.seq += 1           # sim.push, inline
+            heappush(events, (t, START, sim.seq, self, version))
 
     def prompt_done(self, i: int, t: float) -> None:
         sim = self.sim
@@ -688,15 +741,15 @@ class FastEngine(SchedulerBase):
 
     def finish_decoders(self, t: float) -> None:
         sim = self.sim
-        heap = self.done_heap
-        dec = self.dec
-        while heap and heap[0][0] < self.G:
+        heap, dec, running, G = self.done_heap, self.dec, self.running, self.G
+        last_token = sim.last_token
+        while heap and heap[0][0] < G:
             _, i, entry = heapq.heappop(heap)
             if dec.get(i) is not entry:
                 continue   # a stale entry: the request left (or was preempted) before
             self.dec_remove(i)
-            sim.last_token[i] = t
-            del self.running[i]
+            last_token[i] = t
+            del running[i]
             self.release_request(i)
             sim.complete(i, t)
 

@@ -17,7 +17,7 @@ from ..cluster.admission import FrontDoor
 from ..cluster.faults import check_faults
 from ..cluster.layout import Layout
 from ..cluster.policy import Policy
-from ..cluster.routing import make_router
+from ..cluster.routing import RoundRobin, make_router
 from ..figures.record import COMPLETED, FAILED, REJECTED, UNFINISHED, GapRecord, Run
 from ..load.requests import Requests
 from ..replica.knobs import SchedulerConfig
@@ -99,6 +99,12 @@ class Cluster:
     replaces the policy's router by name (any object with ``choose(request, replicas, t)``).
     ``perf`` is the performance model of every replica, or a mapping from a replica's role
     (``mixed``, ``prefill``, ``decode``) to its own (a split whose two sides differ)."""
+
+    # what the schedulers read at every event, in slots (faster than this large a dict); the
+    # per-request lists and the rest stay in the instance's dict (a live run grows them)
+    __slots__ = ("heap", "seq", "events", "iterations", "next_arrival_s", "link", "gaps",
+                 "kv_last_t", "kv_t", "kv_delta", "client", "cfg", "door", "entry_views",
+                 "engines", "up", "router", "closed", "__dict__")
 
     def __init__(self, requests: Requests, perf, cfg: SchedulerConfig, layout: Layout,
                  policy: Policy | None, engine_cls, implementation: str, router=None):
@@ -192,7 +198,8 @@ class Cluster:
         self.fault_log: list[dict] = []
         self.closed = requests.closed_loop
         self.next_closed = 0
-        self.nxt = 0                     # the next open-loop arrival, and its time
+        self.nxt = 0                     # open-loop arrivals taken (after the run), and the
+        #                                  next one's time
         self.next_arrival_s = float("inf")
 
     # -- events ------------------------------------------------------------------------------
@@ -220,19 +227,43 @@ class Cluster:
         heap, n_arr, pop, arrive = self.heap, len(arr), heapq.heappop, self.arrive
         dispatch = self.dispatch
         inf = float("inf")
-        self.next_arrival_s = arr[0] if n_arr else inf
-        while heap or self.nxt < n_arr:
-            nxt = self.nxt
-            if nxt < n_arr:
-                a = arr[nxt]
-                if not heap or a < heap[0][0] or (a == heap[0][0] and heap[0][1] >= ARRIVE):
-                    self.events += 1
-                    self.nxt = nxt + 1
-                    self.next_arrival_s = arr[nxt + 1] if nxt + 1 < n_arr else inf
-                    arrive(nxt, a)
+        nxt = events = 0        # arrivals taken, events run here (added at the end)
+        a = self.next_arrival_s = arr[0] if n_arr else inf   # the next open-loop arrival
+        while True:
+            if heap:
+                top = heap[0]
+                # the arrival first unless an event of an earlier kind is due at its time
+                if a < top[0] or (a == top[0] and top[1] >= ARRIVE and nxt < n_arr):
+                    events += 1
+                    nxt += 1
+                    i, t = nxt - 1, a
+                    a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
+                    arrive(i, t)
                     continue
-            t, kind, _, what, version = pop(heap)
-            dispatch(t, kind, what, version)
+                t, kind, _, what, version = pop(heap)
+                if kind == END:          # dispatch's commonest cases, inline
+                    events += 1
+                    if version == what.version:
+                        what.step_end(t)
+                elif kind == START:
+                    events += 1
+                    if version == what.version:
+                        what.step_start(t)
+                elif type(what) is _Entry:   # ARRIVE, past the client's path
+                    events += 1
+                    self.enter(what.i, t)
+                else:
+                    dispatch(t, kind, what, version)
+            elif nxt < n_arr:
+                events += 1
+                nxt += 1
+                i, t = nxt - 1, a
+                a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
+                arrive(i, t)
+            else:
+                break
+        self.nxt = nxt
+        self.events += events
         return self.record()
 
     def dispatch(self, t: float, kind: int, what, version: int) -> None:
@@ -263,7 +294,9 @@ class Cluster:
         client = self.client
         if client is not None:
             self.sent[i] = t
-            self.push(t + client.ingress_s(self.inp[i]), ARRIVE, _Entry(i))
+            seq = self.seq = self.seq + 1       # self.push, inline
+            heapq.heappush(self.heap, (t + client.ingress_s(self.inp[i]), ARRIVE, seq,
+                                       _Entry(i), 0))
             return
         self.enter(i, t)
 
@@ -310,6 +343,11 @@ class Cluster:
             return None
         if len(members) == 1:
             return members[0].index
+        router = self.router
+        if type(router) is RoundRobin:      # RoundRobin.choose, inline: it reads no request
+            k = router.turn
+            router.turn = k + 1
+            return members[k % len(members)].index
         rv = _RequestView()
         rv.prompt_tokens = self.inp[i]
         rv.hashes = self.req.hashes(i) if self.has_hashes else None
@@ -323,7 +361,8 @@ class Cluster:
         if not self.up[r]:                 # crashed, not noticed yet: the request is lost
             self.lost(i, t, r)
             return
-        self.views[r].target().add(i, t)
+        es = self.engines[r]
+        (es[0] if len(es) == 1 else self.views[r].target()).add(i, t)
 
     def retry(self, i: int, t: float) -> None:
         """A lost request tries again (no admission checks: it was admitted once)."""

@@ -29,10 +29,12 @@ def is_spec(row) -> bool:
 
 def design_of(row: SpecPublished) -> Design:
     """The design ``row`` ran: one replica of one sequence at a time, on vLLM 0.10's profile
-    (V1, synchronous), speculating as the row says."""
+    (V1, synchronous), speculating as the row says (a ``draft`` row with its ``draft_model``)."""
     spec = {} if row.spec_method == "none" else dict(
         spec_method=row.spec_method, spec_tokens=row.spec_tokens,
         spec_accept=accept_from_length(row.accept_length, row.spec_tokens))
+    if row.spec_method == "draft":
+        spec["draft_model"] = row.draft_model or None
     return Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=1, engine="vllm-0.10",
                   cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none", **spec)
 
