@@ -10,6 +10,7 @@ the CPU tier, :mod:`.cpu_tier`, when the replica has one).
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 
 from ..numbers import check_int
@@ -49,6 +50,12 @@ class KVCache:
         self.hit_tokens = 0      # prompt tokens served from the cache (prefill saved)
         self.lookup_tokens = 0   # prompt tokens looked up
         self.cpu = cpu           # the CPU tier evicted entries go to (None: dropped)
+        # the unpinned entries in ``entries``' order, found without scanning the pinned ones:
+        # (when it was last touched, hash), pushed as an entry's pins fall to 0; an item whose
+        # entry was touched again, pinned or evicted since is stale and skipped
+        self._touched: dict[int, int] = {}
+        self._clock = 0
+        self._unpinned: list[tuple[int, int]] = []
 
     # -- room --------------------------------------------------------------------------------
     @property
@@ -70,8 +77,9 @@ class KVCache:
         if blocks > free + self.evictable:
             return False
         while free < blocks:
-            h = next(h for h, pins in self.entries.items() if pins == 0)
+            h = self._oldest_unpinned()
             del self.entries[h]
+            del self._touched[h]
             if self.cpu is not None:
                 self.cpu.keep(h)
             self.used -= self.hash_blocks
@@ -81,6 +89,18 @@ class KVCache:
         if self.used - self.evictable > self.peak_used:
             self.peak_used = self.used - self.evictable
         return True
+
+    def _oldest_unpinned(self) -> int:
+        """The first entry nobody pins, least recently used first (there is one)."""
+        heap, entries, touched = self._unpinned, self.entries, self._touched
+        while True:
+            stamp, h = heapq.heappop(heap)
+            if entries.get(h) == 0 and touched[h] == stamp:
+                return h
+
+    def _touch(self, h: int) -> None:
+        self._clock += 1
+        self._touched[h] = self._clock
 
     def release(self, blocks: int) -> None:
         self.used -= blocks
@@ -121,6 +141,7 @@ class KVCache:
                 self.evictable -= self.hash_blocks
             self.entries[h] += 1
             self.entries.move_to_end(h)
+            self._touch(h)
         self.hit_tokens += hits * self.hash_block_tokens
         return hits
 
@@ -138,6 +159,7 @@ class KVCache:
             if h in self.entries:
                 break
             self.entries[h] = 1
+            self._touch(h)
             pinned += 1
         return pinned
 
@@ -149,3 +171,8 @@ class KVCache:
             self.entries[h] = pins
             if pins == 0:
                 self.evictable += self.hash_blocks
+                heapq.heappush(self._unpinned, (self._touched[h], h))
+        if len(self._unpinned) > 4 * len(self.entries) + 64:     # mostly stale: keep the rest
+            self._unpinned = [(s, h) for s, h in self._unpinned
+                              if self.entries.get(h) == 0 and self._touched[h] == s]
+            heapq.heapify(self._unpinned)

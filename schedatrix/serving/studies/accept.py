@@ -37,7 +37,15 @@ from ..figures.recovery import FaultFigures, fault_figures, windowed
 from ..load.requests import Requests
 from ..numbers import check_real
 from ..sim.simulate import simulate
-from .acceptance import Criteria, Outcome, evaluate, interval, more_runs, stopped_text
+from .acceptance import (
+    Criteria,
+    Outcome,
+    evaluate,
+    interval,
+    more_runs,
+    simulate_all,
+    stopped_text,
+)
 from .run_share import (
     AUTO_START,
     MAX_RUNS,
@@ -226,10 +234,10 @@ def _fault_runs(a: Accepted, bases: list, faults, fc: FaultCriteria, resilience,
     d = a.design
     if not faults:
         return
-    for base in bases:
+    jobs = ((base.requests, d, implementation, faults, resilience) for base in bases)
+    for base, run in zip(bases, simulate_all(jobs), strict=True):    # on workers, if any help
         k = len(a.with_faults)
         req = base.requests
-        run = simulate(req, d, implementation, faults, resilience)
         a.with_faults.append(figures(run))
         a.fault_figures.append(fault_figures(run, base, fc.window_s, fc.tolerance,
                                              fc.hold))

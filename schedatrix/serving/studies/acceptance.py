@@ -15,7 +15,11 @@ cache's peak use, are shown (one-sided t bounds) at most ``spare`` and ``kv_spar
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +31,7 @@ from ..figures.metrics import Figures, TimeSeries, figures, missed_slos, time_se
 from ..figures.record import Run
 from ..load.requests import Requests, SLOClass
 from ..numbers import check_int, check_real
+from ..sim import memo
 from ..sim.simulate import simulate
 from .run_share import (
     AUTO_START,
@@ -43,7 +48,8 @@ from .run_share import (
     exact,
 )
 
-__all__ = ["Criteria", "Outcome", "evaluate", "more_runs", "interval", "stopped_text"]
+__all__ = ["Criteria", "Outcome", "evaluate", "more_runs", "interval", "stopped_text",
+           "simulate_all", "workers", "WORKERS_ENV", "MIN_CPUS", "MAX_WORKERS"]
 
 
 @dataclass(frozen=True)
@@ -325,9 +331,10 @@ def more_runs(out: Outcome, make_requests: Callable[[int], Requests], upto: int,
               implementation: str = "fast", on_run: Callable[[], None] | None = None,
               keep: list[Run] | None = None, first: Requests | None = None) -> None:
     """Add runs to ``out`` until it has ``upto``, on the seeds that follow its last one."""
-    for k in range(len(out.runs), upto):
-        req = first if k == 0 and first is not None else make_requests(out.seed + k)
-        run = simulate(req, out.design, implementation)
+    start = len(out.runs)
+    jobs = ((first if k == 0 and first is not None else make_requests(out.seed + k),
+             out.design, implementation, (), None) for k in range(start, upto))
+    for k, run in enumerate(simulate_all(jobs), start):     # on workers where they help
         _add(out, run)
         if keep is not None:
             keep.append(run)
@@ -352,3 +359,89 @@ def _add(out: Outcome, run: Run) -> None:
     out.missed.append([missed_slos(run, c) for c in range(len(run.requests.classes))])
     out.events += run.events
     out.iterations += run.iterations
+
+# -- runs on worker processes ----------------------------------------------------------------
+# Independent runs (an outcome's seeds, the faulted copies of them) on several processes at
+# once, when the machine has cores to spare: :func:`simulate_all` gives the runs back in order,
+# each exactly what :func:`~..sim.simulate.simulate` gives (a run is a pure function of its
+# inputs, so a worker makes the same run as this process). Runs this process has kept
+# (:mod:`..sim.memo`) are taken from it, and the runs the workers make are kept here. The
+# workers are forked (no re-import) and used only where they can help: at least
+# :data:`MIN_CPUS` cores this process may use, not inside a pytest-xdist worker (the suite
+# already keeps every core busy), and two runs or more to make. ``SCHEDATRIX_WORKERS``
+# overrides: ``0`` or ``1`` makes every run here, in turn; ``N`` uses up to N processes, even
+# on a small machine (for measuring).
+
+WORKERS_ENV = "SCHEDATRIX_WORKERS"
+#: Cores the process must be allowed before runs go to workers by default (on 2, the
+#: learner's kernel and the browser, or the suite's two pytest workers, already use them).
+MIN_CPUS = 3
+#: The most worker processes used by default.
+MAX_WORKERS = 8
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                      # macOS: no affinity
+        return os.cpu_count() or 1
+
+
+def workers() -> int:
+    """How many processes :func:`simulate_all` may use (1: none besides this one)."""
+    given = os.environ.get(WORKERS_ENV)
+    if given is not None and given.strip():
+        try:
+            n = int(given)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise InputError(f"{WORKERS_ENV}: got {given!r}; allowed: a whole number of "
+                             "processes, 0 or 1 for none besides this one")
+        return max(n, 1)
+    if os.environ.get("PYTEST_XDIST_WORKER") or "fork" not in \
+            multiprocessing.get_all_start_methods():
+        return 1
+    cpus = _cpus()
+    return 1 if cpus < MIN_CPUS else min(cpus - 1, MAX_WORKERS)
+
+
+def _make(job):
+    """In a worker: one run (kept nowhere: the caller keeps it) and its CPU seconds."""
+    requests, design, implementation, faults, resilience = job
+    started = time.process_time()
+    with memo.off():
+        run = simulate(requests, design, implementation, faults, resilience)
+    return run, time.process_time() - started
+
+
+def simulate_all(jobs):
+    """The runs of ``jobs`` (an iterable of ``(requests, design, implementation, faults,
+    resilience)``), yielded in order. With one process, each job is taken, run and yielded
+    in turn, as a loop over :func:`simulate` would; with workers, every job is taken first
+    and the runs the memo does not hold are made at once."""
+    if workers() < 2:
+        for job in jobs:
+            yield simulate(*job)
+        return
+    jobs = list(jobs)
+    keys = [memo.key(*job) for job in jobs]
+    runs = [memo.get(k, job[0]) for k, job in zip(keys, jobs, strict=True)]
+    todo = [k for k, run in enumerate(runs) if run is None]
+    if len(todo) < 2:
+        for k, run in enumerate(runs):
+            yield run if run is not None else simulate(*jobs[k])
+        return
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(min(workers(), len(todo)), mp_context=context) as pool:
+        made = {k: pool.submit(_make, jobs[k]) for k in todo}
+        for k, run in enumerate(runs):
+            if k in made:
+                try:
+                    run, cost_s = made[k].result()
+                except Exception:      # a job that can't be pickled, a worker lost: here, in
+                    yield simulate(*jobs[k])     # turn (a run that fails fails here too)
+                    continue
+                run.requests = jobs[k][0]              # the caller's own, as simulate gives
+                memo.put(keys[k], run, cost_s)
+            yield run
