@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -399,8 +400,10 @@ def workers() -> int:
             raise InputError(f"{WORKERS_ENV}: got {given!r}; allowed: a whole number of "
                              "processes, 0 or 1 for none besides this one")
         return max(n, 1)
-    if os.environ.get("PYTEST_XDIST_WORKER") or "fork" not in \
-            multiprocessing.get_all_start_methods():
+    # by default on Linux only: macOS offers fork, but a forked child of a process that has
+    # started system frameworks' threads can crash there
+    if os.environ.get("PYTEST_XDIST_WORKER") or not sys.platform.startswith("linux") or \
+            "fork" not in multiprocessing.get_all_start_methods():
         return 1
     cpus = _cpus()
     return 1 if cpus < MIN_CPUS else min(cpus - 1, MAX_WORKERS)
