@@ -47,10 +47,22 @@ def load_average() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
+def _refuse(message: str) -> None:
+    """Bad input: one line on stderr, exit status 2."""
+    print(f"bench_lessons: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def lesson_name(given: str) -> str:
+    """A lesson's number from ``7``, ``07`` or a path (``notebooks/07_serving_load.ipynb``)."""
+    name = Path(given).name.split("_")[0].removesuffix(".ipynb")
+    return f"{int(name):02d}" if name.isdigit() else name
+
+
 def lesson_path(root: Path, lesson: str) -> Path:
     found = sorted((root / "notebooks").glob(f"{lesson}_*.ipynb"))
     if not found:
-        raise SystemExit(f"lesson: got {lesson!r}; no notebooks/{lesson}_*.ipynb in {root}")
+        _refuse(f"lesson: got {lesson!r}; no notebooks/{lesson}_*.ipynb in {root}")
     return found[0]
 
 
@@ -164,6 +176,14 @@ def profile_lines(path: str, top: int) -> list[str]:
     return lines
 
 
+def _check_rev(rev: str) -> None:
+    ok = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
+                         f"{rev}^{{commit}}"], capture_output=True)
+    if ok.returncode != 0:
+        _refuse(f"--baseline: got {rev!r}, not a git revision of {ROOT} (allowed: a branch, a "
+                "tag or a commit)")
+
+
 def _baseline_tree(rev: str, into: Path) -> Path:
     tree = into / "baseline"
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
@@ -212,9 +232,11 @@ def main(argv=None) -> int:
     parser.add_argument("--memo-max", type=int, metavar="REQUESTS", default=0,
                         help="this tree's runs: the memo holds up to REQUESTS requests")
     args = parser.parse_args(argv)
-    lessons = [f"{int(n):02d}" if n.isdigit() else n for n in args.lessons] or SERVING
+    lessons = [lesson_name(n) for n in args.lessons] or SERVING
     for n in lessons:
         lesson_path(ROOT, n)
+    if args.baseline:
+        _check_rev(args.baseline)
 
     env = {"SCHEDATRIX_WORKERS": args.workers} if args.workers else {}
     base_env = {"SCHEDATRIX_WORKERS": "1"} if args.workers else {}
