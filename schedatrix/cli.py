@@ -315,6 +315,9 @@ def _stop_threads() -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if os.environ.get("SCHEDATRIX_WORKERS"):   # refused before any work starts
+            from .serving.studies.acceptance import workers
+            workers()
         return args.func(args)
     except InputError as err:
         print(f"schedatrix: error: {err}", file=sys.stderr)

@@ -96,3 +96,12 @@ def test_a_job_the_workers_cannot_take_is_run_here(monkeypatch):
     assert all(run.requests is r for run, r in zip(runs, reqs, strict=True))
     for a, b in zip(runs, alone, strict=True):
         assert np.array_equal(a.done_s, b.done_s, equal_nan=True)
+
+
+@pytest.mark.parametrize("value", ["abc", "-3", "2.5"])
+def test_the_command_line_refuses_a_bad_worker_count_before_any_work(monkeypatch, capsys, value):
+    from schedatrix.cli import main
+    monkeypatch.setenv("SCHEDATRIX_WORKERS", value)
+    assert main(["serving", "run", "--requests", "10"]) == 2
+    out, err = capsys.readouterr()
+    assert not out and err.count("\n") == 1 and "SCHEDATRIX_WORKERS" in err and repr(value) in err
