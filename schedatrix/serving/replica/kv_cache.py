@@ -67,27 +67,22 @@ class KVCache:
         """Take ``blocks`` blocks, evicting unpinned cache entries (LRU first) if needed."""
         if blocks <= 0:
             return True
-        used = self.used + blocks
-        if used <= self.total_blocks:        # free room enough (most often): nothing evicted
-            self.used = used
-            if used - self.evictable > self.peak_used:
-                self.peak_used = used - self.evictable
-            return True
         free = self.total_blocks - self.used
-        if blocks > free + self.evictable:
-            return False
-        while free < blocks:
-            h = self._oldest_unpinned()
-            del self.entries[h]
-            del self._touched[h]
-            if self.cpu is not None:
-                self.cpu.keep(h)
-            self.used -= self.hash_blocks
-            self.evictable -= self.hash_blocks
-            free += self.hash_blocks
-        self.used += blocks
-        if self.used - self.evictable > self.peak_used:
-            self.peak_used = self.used - self.evictable
+        if free < blocks:                    # short of free room (seldom): evict, LRU first
+            if blocks > free + self.evictable:
+                return False
+            while free < blocks:
+                h = self._oldest_unpinned()
+                del self.entries[h]
+                del self._touched[h]
+                if self.cpu is not None:
+                    self.cpu.keep(h)
+                self.used -= self.hash_blocks
+                self.evictable -= self.hash_blocks
+                free += self.hash_blocks
+        used = self.used = self.used + blocks
+        if used - self.evictable > self.peak_used:
+            self.peak_used = used - self.evictable
         return True
 
     def _oldest_unpinned(self) -> int:

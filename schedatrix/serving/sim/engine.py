@@ -633,11 +633,8 @@ class FastEngine(SchedulerBase):
         kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
         if kk < k:
             plan[2] = kk
-            version = self.version = self.version + 1
-            sim = self.sim
-            seq = sim.seq = sim.seq + 1        # sim.push, inline
-            heappush(sim.heap, (t0 + (kk * a + b * (kk * s0 + n * kk * (kk - 1) / 2)), END,
-                                seq, self, version))
+            self.version += 1
+            self.sim.push(t0 + _sum_s(kk, a, b, s0, n), END, self, self.version)
 
     def need_over(self, k: int) -> int:
         """KV blocks the decoders take over the next k iterations."""
@@ -657,20 +654,16 @@ class FastEngine(SchedulerBase):
         """The iteration or stretch in flight ends at t: tokens out, prompts and requests
         done; then the next starts (at once when nothing else is due at t)."""
         sim, cache, plan = self.sim, self.cache, self.plan
-        gaps = sim.gaps           # GapRecord.add, in place
+        gaps = sim.gaps
         if plan[0] == "stretch":     # its KV blocks taken, its gaps one progression
             _, t0, k, a, b, s0, n, taken = plan
             blocks = self.need_over(k) - (self.need_over(taken) if taken else 0)
             if blocks:
                 cache.allocate(blocks)
-            gaps.first.append(a + b * s0)
-            gaps.step.append(b * n)
-            gaps.count.append(k)
-            gaps.weights.extend(self.cls_count)
+            gaps.add_run(a + b * s0, b * n, k, self.cls_count)
             G = self.G = self.G + k
             sim.iterations += k
-            j = k - 1                # its last iteration's start (_sum_s, inline)
-            self.began = t0 + (j * a + b * (j * s0 + n * j * (j - 1) / 2))
+            self.began = t0 + _sum_s(k - 1, a, b, s0, n)   # its last iteration's start
         else:                        # one iteration: every decoder's gap, prompts done
             _, t0, chunks, new_dec = plan
             weights = self.cls_count
@@ -682,10 +675,7 @@ class FastEngine(SchedulerBase):
                     gaps.add_one(t - last_token[i], cls[i])
                 gaps.add(t - t0, 0.0, 1, weights)
             elif self.dec:   # weights, one per decoder, not all 0
-                gaps.first.append(t - t0)
-                gaps.step.append(0.0)
-                gaps.count.append(1)
-                gaps.weights.extend(weights)
+                gaps.add_run(t - t0, 0.0, 1, weights)
             G = self.G = self.G + 1
             sim.iterations += 1
             if self.spec_k and self.dec:

@@ -233,35 +233,32 @@ class Cluster:
             if heap:
                 top = heap[0]
                 # the arrival first unless an event of an earlier kind is due at its time
-                if a < top[0] or (a == top[0] and top[1] >= ARRIVE and nxt < n_arr):
-                    events += 1
-                    nxt += 1
-                    i, t = nxt - 1, a
-                    a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
-                    arrive(i, t)
-                    continue
-                t, kind, _, what, version = pop(heap)
-                if kind == END:          # dispatch's commonest cases, inline
-                    events += 1
-                    if version == what.version:
-                        what.step_end(t)
-                elif kind == START:
-                    events += 1
-                    if version == what.version:
-                        what.step_start(t)
-                elif type(what) is _Entry:   # ARRIVE, past the client's path
-                    events += 1
-                    self.enter(what.i, t)
-                else:
-                    dispatch(t, kind, what, version)
+                take = a < top[0] or (a == top[0] and top[1] >= ARRIVE and nxt < n_arr)
             elif nxt < n_arr:
+                take = True
+            else:
+                break
+            if take:
                 events += 1
                 nxt += 1
                 i, t = nxt - 1, a
                 a = self.next_arrival_s = arr[nxt] if nxt < n_arr else inf
                 arrive(i, t)
+                continue
+            t, kind, _, what, version = pop(heap)
+            if kind == END:          # dispatch's commonest cases, inline
+                events += 1
+                if version == what.version:
+                    what.step_end(t)
+            elif kind == START:
+                events += 1
+                if version == what.version:
+                    what.step_start(t)
+            elif type(what) is _Entry:   # ARRIVE, past the client's path
+                events += 1
+                self.enter(what.i, t)
             else:
-                break
+                dispatch(t, kind, what, version)
         self.nxt = nxt
         self.events += events
         return self.record()
