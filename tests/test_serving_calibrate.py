@@ -152,7 +152,8 @@ def test_over_loopback_a_bench_of_the_emulator_run_with_known_terms_recovers_the
     and a front end of its own (a --calibration file), the bench measures it at --speed 2,
     calibrate fits the bench's results. The host step comes back within 10%; the front end
     comes back with the HTTP path's own cost on top (a few wall milliseconds, twice as many
-    model ones), so it is bounded, not equal."""
+    model ones, some of it growing with the prompt), so the path at the load's prompts is
+    bounded, not equal."""
     from live_support import emulator
     known = tmp_path / "known.toml"
     known.write_text("[host]\nstep_s = 0.006\n[client_path]\nfront_end_s = 0.02\n"
@@ -167,7 +168,12 @@ def test_over_loopback_a_bench_of_the_emulator_run_with_known_terms_recovers_the
     data = _calibrate(tmp_path / "bench", *load, "--out", tmp_path / "cal.toml")
     t = data["terms"]
     assert t["host_step_s"]["fitted"] == pytest.approx(0.006, rel=0.10)
-    assert 0.016 <= t["front_end_s"]["fitted"] <= 0.06   # + HTTP: 2-7 wall ms measured here
+    # The HTTP path's own cost grows with the request's body, so on a loaded machine the fit may
+    # put some of it in the slope and take it from the intercept: what is bounded is the path a
+    # request of the load's prompts meets (intercept + slope x prompt), not the intercept alone.
+    front, slope = t["front_end_s"]["fitted"], t["tokenize_s_per_token"]["fitted"]
+    for prompt in (1000, 2500, 4000):
+        assert 0.016 <= front + slope * prompt <= 0.06, (prompt, front, slope)  # + 2-7 wall ms
     assert data["errors"]["tpot_held_out_after"] < data["errors"]["tpot_held_out_before"]
 
 
