@@ -125,4 +125,26 @@ LORA_UNREPLAYED: tuple[tuple[str, str, str], ...] = (
      "Identical), Llama-2 7B to 70B on A100s",
      "https://arxiv.org/abs/2310.18547",
      "its figures are plots only (no table to carry over)"),
+    ("SGLang PR #23047: bench_one_batch_server's base model against one adapter (with CUDA "
+     "graphs, and an optimised LoRA path), Qwen3-30B-A3B on 4 x H200 (TP 4), 1,024 in / 2,048 "
+     "out, batches of 1, 128 and 512",
+     "https://github.com/sgl-project/sglang/pull/23047",
+     "the model refuses LoRA on a mixture of experts; the adapter's rank and modules and the "
+     "SGLang commit are not stated, and the table's rows could not be read from the stored "
+     "copy of the thread"),
+    ("TensorRT-LLM issue #2441: gptManagerBenchmark of Llama 3 8B on one H100, 1,000 requests "
+     "of 128 in / 128 out, without adapters and with three random adapters",
+     "https://github.com/NVIDIA/TensorRT-LLM/issues/2441",
+     "the H100's variant, the engine's build (batch size, LoRA rank and modules) and version "
+     "are not stated, and no figure could be read from the stored copy of the thread"),
+    ("TensorRT-LLM PR #4884: trtllm-bench of Llama 3.1 8B in FP8 on one H100, 100 requests of "
+     "128 in / 128 out at concurrency 2, with and without one adapter",
+     "https://github.com/NVIDIA/TensorRT-LLM/pull/4884",
+     "the adapter (a Llama-2-13B one) has no stated rank or modules, the version is not "
+     "stated, and the table's rows could not be read from the stored copy of the thread"),
+    ("vLLM PR #15655: V1's LoRA slowdown against the base model, Llama 3.1 8B on one H100 and "
+     "on an L4, prompts of 128 to 8k tokens through GenAI-Perf",
+     "https://github.com/vllm-project/vllm/pull/15655",
+     "the H100 and L4 figures are heatmap images (no table to carry over); the output "
+     "lengths, concurrency and adapters' rank are not stated in the text"),
 )

@@ -175,4 +175,20 @@ SPEC_UNREPLAYED: tuple[tuple[str, str, str], ...] = (
      "and throughput by temperature", "https://github.com/ggml-org/llama.cpp/pull/27694",
      "llama.cpp (no engine profile) with quantized drafts; the figures are the changes the PR "
      "makes (0% at temperature 0), not against decoding without a draft"),
+    ("The vLLM draft-model PR's author's TP 2 sweep: Llama 3.3 70B in BF16 drafted by Llama "
+     "3.2 1B at K = 3 to 8, and without speculation, vllm bench serve on InstructCoder at "
+     "request rate C with at most C in flight (C = 1 to 64), a vLLM build of January 2026 "
+     "(0.1.dev13107); each run prints its acceptance length beside TTFT and TPOT",
+     "https://github.com/tomasruizt/vllm-scripts/tree/d94d714fa4e451591f628542a57bbc7f9c2d2619/"
+     "online-throughput (tp2-llama70b.md and the k3 to k8 logs)",
+     "the GPU is not named (an 80 GB card whose platform, the serve logs say, lacks GPU P2P, "
+     "so vLLM's custom all-reduce was off); InstructCoder's length mix is not shipped (the "
+     "outputs end at EOS); Llama 3.2 1B is not in the catalog"),
+    ("SGLang PR #10090 (standalone speculative decoding): Llama 3.1 70B drafted by Llama 3.2 "
+     "1B at TP 4, 5 random prompts of about 1,024 in / 1,024 out one at a time: 63.87 output "
+     "tok/s without, 173.38 with",
+     "https://github.com/sgl-project/sglang/pull/10090",
+     "the GPU is not named, nor the draft's steps and tree (SGLang's default drafts a tree, "
+     "which the model's chain does not); the acceptance length (3.85) is one log line's, not "
+     "the run's mean; Llama 3.2 1B is not in the catalog"),
 )
