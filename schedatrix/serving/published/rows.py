@@ -21,7 +21,14 @@ Each row is a setup the simulator can replay (:mod:`schedatrix.serving.studies.v
   request when its previous one ends, no think time), ``requests`` in all, ``input_tokens`` in
   and ``output_tokens`` out each; the figure is the time to first token, or the inter-token
   latency per request ((end - first token) / (output tokens - 1), AIPerf's ITL), in the
-  source's ``statistic`` over the requests (``mean``), milliseconds.
+  source's ``statistic`` over the requests (``mean`` or ``median``), milliseconds. ``client``
+  names the benchmark client whose definitions the figure follows: ``aiperf`` (the mean over
+  the requests of each one's (end - first token) / (output tokens - 1)) or ``vllm-bench``
+  (vLLM's ``bench serve``: TTFT per request, ITL over every gap between two streamed tokens of
+  every request, pooled). ``spread`` > 0: each request's lengths are drawn uniformly within
+  ``spread`` of the stated ones (vLLM's ``--random-range-ratio``);
+- ``online_tok_s``: the same served load; the figure is its output tokens over the time from
+  the first request's send to the last one's end (``bench serve``'s output throughput, tok/s).
 
 ``dtype`` is the precision the row ran in (``bf16``, or ``fp8``: FP8 weights and KV cache).
 ``known_miss`` says why a row misses its band when it does (shown on the page beside the row's
@@ -70,6 +77,12 @@ _VLLM_CI = ("https://buildkite.com/vllm/performance-benchmark/builds/9515 (vLLM'
 _TRT_QUANT = ("https://github.com/NVIDIA/TensorRT-LLM/blob/2ee99e8abf59022addc0f6f48b9f5909a708b389"
               "/docs/source/blogs/quantization-in-TRT-LLM.md ('Speed up inference with SOTA "
               "quantization techniques in TRT-LLM')")
+_VLLM_POST = ("https://github.com/vllm-project/vllm-project.github.io/blob/"
+              "78672b0ff75843c0a043bcfdb411c0e1eedd0c03/_posts/2026-04-22-fp8-kvcache.md ('The "
+              "State of FP8 KV-Cache and Attention Quantization in vLLM', 2026-04-22)")
+#: The post's fitted line of the BF16 KV cache's ITL against the prompt's tokens at
+#: concurrency 1 (vLLM 0.19.1, Llama 3.1 8B, one H100): intercept ms and slope ms a token.
+_POST_ITL_MS, _POST_ITL_SLOPE_MS = 6.44, 4.37e-05
 _NIM = ("https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.md (NIM 1.8.0, "
         "Llama-3.3-70B-Instruct, '2 x H100 80G / fp8 TP2', AIPerf)")
 _NIM_SWEEP = (_NIM + "; its whole concurrency sweep as copied, row for row, into "
@@ -117,7 +130,7 @@ def _nim_rows(inp: int, out: int, users: int, ttft: float, itl: float) -> tuple:
     return tuple(Published(f"{base}-{k}", _NIM_SWEEP, "tensorrt-llm", "llama-3.1-70b",
                            "h100-80gb", 2, f"online_{k}", 1, inp, out, v, "ms", note,
                            dtype="fp8", users=users, requests=_NIM_REQUESTS_PER_USER * users,
-                           statistic="mean")
+                           statistic="mean", client="aiperf")
                  for k, v in (("ttft", ttft), ("itl", itl)))
 
 
@@ -155,6 +168,8 @@ class Published:
     users: int = 0
     requests: int = 0
     statistic: str = ""
+    client: str = ""
+    spread: float = 0.0
 
     def __post_init__(self):
         if not self.engine:     # the profile of the engine that measured the row
@@ -169,19 +184,20 @@ class Published:
         """What makes two rows one test: the same model, GPU, parallelism, kind of figure,
         batch, lengths, precision, CUDA graphs and engine."""
         return (self.model, self.gpu, self.tp, self.kind, self.batch, self.input_tokens,
-                self.output_tokens, self.dtype, self.cuda_graphs, self.engine, self.users)
+                self.output_tokens, self.dtype, self.cuda_graphs, self.engine, self.users,
+                self.requests, self.spread, self.client, self.statistic)
 
     @property
     def online(self) -> bool:
         """A served load (``users`` clients in a closed loop) rather than one batch."""
-        return self.kind in ("online_ttft", "online_itl")
+        return self.kind in ("online_ttft", "online_itl", "online_tok_s")
 
     @property
     def band(self) -> float:
         if self.kind == "online_ttft":
             return ONLINE_TTFT_BAND
-        return THROUGHPUT_BAND if self.kind in ("batch_throughput", "batch_rate") \
-            else LATENCY_BAND
+        return THROUGHPUT_BAND if self.kind in ("batch_throughput", "batch_rate",
+                                                "online_tok_s") else LATENCY_BAND
 
     def setup(self) -> str:
         """The setup in words, for the validation table."""
@@ -196,15 +212,21 @@ class Published:
                                f"{self.output_tokens:,} out, inter-token latency",
                 "fp8_speedup": f"batch {self.batch}, {self.input_tokens:,} in / "
                                f"{self.output_tokens:,} out, BF16 time over FP8 time",
-                "online_ttft": f"{self.users} users, closed loop, {self.input_tokens:,} in / "
-                               f"{self.output_tokens:,} out, {self.statistic} TTFT",
-                "online_itl": f"{self.users} users, closed loop, {self.input_tokens:,} in / "
-                              f"{self.output_tokens:,} out, {self.statistic} ITL",
+                "online_ttft": f"{self._served()}, {self.statistic} TTFT",
+                "online_itl": f"{self._served()}, {self.statistic} ITL",
+                "online_tok_s": f"{self._served()}, out tok/s",
                 }[self.kind]
         graphs = "" if self.cuda_graphs else ", no CUDA graphs"
         dtype = ", FP8" if self.dtype == "fp8" else ""
         return (f"{self.framework}: {self.model} on {self.tp} x {self.gpu}, {what}{graphs}"
                 f"{dtype}")
+
+    def _served(self) -> str:
+        """An online row's load in words: users, requests, lengths and the client."""
+        within = f" ± {self.spread:.0%}" if self.spread else ""
+        client = f" ({self.client})" if self.client else ""
+        return (f"{self.users} users, closed loop, {self.requests:,} requests, "
+                f"{self.input_tokens:,}{within} in / {self.output_tokens:,}{within} out{client}")
 
 
 #: TensorRT-LLM 0.9's performance page (``_TRT_DOC``), every row of it for the catalog's models
@@ -354,6 +376,25 @@ PUBLISHED: tuple[Published, ...] = (
     Published("vllm-ci-h200-mixtral-tp2-bs8", _VLLM_CI, "vllm", "mixtral-8x7b", "h200", 2,
               "batch_latency", 8, 32, 128, 1917.44, "ms",
               "BF16, dummy weights (uniform routing is what random weights give)"),
+    # vLLM's post on FP8 KV caches (vLLM 0.19.1, Llama 3.1 8B on one H100, FlashAttention 3),
+    # every figure of its BF16 KV cache: the one-request sweep's fitted line at the sweep's two
+    # ends, and the served load of its Table 4
+    *(Published(f"vllm-post-h100-8b-c1-{inp}-128-itl", _VLLM_POST + " ('Single Request "
+                "Benchmarking': the BF16 line's slope and intercept)", "vllm", "llama-3.1-8b",
+                "h100-80gb", 1, "inter_token", 1, inp, 128,
+                _POST_ITL_MS + _POST_ITL_SLOPE_MS * inp, "ms",
+                "BF16 KV cache; the post gives its sweep (256 to 125k tokens in, 128 out, "
+                "concurrency 1) as a fitted line, ITL = 6.44 ms + 4.37e-05 ms x input tokens; "
+                "the row is the line at this end of the sweep", engine="vllm-0.14")
+      for inp in (256, 125_000)),
+    *(Published(f"vllm-post-h100-8b-c8-20000-2000-{k}", _VLLM_POST + " (Table 4, BF16)", "vllm",
+                "llama-3.1-8b", "h100-80gb", 1, f"online_{k}", 1, 20_000, 2_000, v, unit,
+                "BF16 KV cache; 150 requests at concurrency 8 (vllm bench serve's "
+                "--max-concurrency, every request sent at once), ~20k in and ~2k out with ±15% "
+                "(read as --random-range-ratio 0.15); the draws are this project's, not the "
+                "benchmark's own", engine="vllm-0.14", users=8, requests=150,
+                statistic="median" if k != "tok_s" else "", client="vllm-bench", spread=0.15)
+      for k, v, unit in (("ttft", 763.6, "ms"), ("itl", 15.18, "ms"), ("tok_s", 450.3, "tok/s"))),
 )
 
 #: Published measurements not replayed, each with what the model lacks for it.
@@ -382,6 +423,17 @@ UNREPLAYED: tuple[tuple[str, str, str], ...] = (
      "its figures are plots only (no table to carry over)"),
     ("Sarathi-Serve (OSDI'24)", "https://arxiv.org/abs/2403.02310",
      "A100 PCIe and A40 GPUs, not in the catalog"),
+    ("vLLM's post on FP8 KV caches: the FP8 KV cache's rows (Table 3's slopes and break-even "
+     "points, Table 4's FP8 row, the FP8 line), Llama 3.1 8B on one H100", _VLLM_POST,
+     "an FP8 KV cache under 16-bit weights: the model's precision is one setting for both"),
+    ("vLLM's post on FP8 KV caches: gpt-oss-20b (Table 5, Figure 3) and the B200 sections",
+     _VLLM_POST, "gpt-oss-20b and the B200 are not in the catalog"),
+    ("vLLM PR #23465 (FlashAttention 3's swizzle): Meta-Llama-3-8B-Instruct on one H100, "
+     "'4k and 2k out' at 1 to 4 requests a second, median TTFT and TPOT of main and the PR",
+     "https://github.com/vllm-project/vllm/pull/23465",
+     "the benchmark's command is not given (the lengths' exact values and spread, whether "
+     "the outputs ignore EOS) nor the server's flags, and the last row could not be read "
+     "from the stored copy of the thread"),
 )
 PUBLISHED += OFFLOAD_ROWS                # a CPU tier for the KV cache: .offload_rows
 UNREPLAYED += OFFLOAD_UNREPLAYED

@@ -17,12 +17,14 @@ the matmul roofline to DeepGEMM's FP8 table (:mod:`..published.fp8_gemm`).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...errors import InputError
 from ..cluster.deployment import Design, build
+from ..figures.metrics import gap_quantiles
 from ..figures.record import COMPLETED
 from ..load.requests import ClosedLoop, Requests
 from ..perf.catalog import gpu as gpu_of
@@ -46,7 +48,7 @@ __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "
 #: between its steps (TensorRT-LLM's gptSessionBenchmark, NIM's TensorRT-LLM engine at
 #: concurrency 1, lmdeploy's TurboMind): no host time, every prompt prefilled in one step.
 _STATIC_NO_HOST = ("tensorrt-llm", "tensorrt-llm-0.9", "lmdeploy-0.1")
-_VLLM = ("vllm-0.10",)
+_VLLM = ("vllm-0.10", "vllm-0.14")
 
 
 def engine_flags(row: Published) -> tuple[bool, bool]:
@@ -182,22 +184,55 @@ def online_run(row: Published, host: HostCosts = VLLM_HOST, staggered: bool = Fa
     out a lockstep of all the users (:mod:`.lockstep_floor`); the spread is not sourced."""
     n = row.requests
     ramp_s = lone_request_s(row, host) if staggered and row.users > 1 else 0.0
-    requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
-                        np.full(n, row.output_tokens, np.int64), np.zeros(n, np.int16),
+    requests = Requests(np.zeros(n), _lengths(row.input_tokens, row.spread, n, 0),
+                        _lengths(row.output_tokens, row.spread, n, 1), np.zeros(n, np.int16),
                         closed_loop=ClosedLoop(row.users, ramp_s=ramp_s))
     engine_flags(row)                  # refuses an engine it does not know
     return _run(row, requests, _online_design(row), host)
 
 
+#: Seed of an online row's drawn lengths (``spread`` > 0): the source's benchmark drew its own
+#: with a generator of its own, so the draws are this project's, of the same distribution.
+ONLINE_LENGTHS_SEED = 0
+
+
+def _lengths(tokens: int, spread: float, n: int, stream: int) -> np.ndarray:
+    """``n`` lengths of ``tokens``, or with ``spread`` > 0 drawn uniformly from the whole
+    numbers within ``spread`` of it, as vLLM's random dataset draws them with
+    ``--random-range-ratio`` (``floor(tokens (1 - r))`` to ``ceil(tokens (1 + r))``)."""
+    if not spread:
+        return np.full(n, tokens, np.int64)
+    rng = np.random.default_rng([ONLINE_LENGTHS_SEED, stream])
+    low, high = math.floor(tokens * (1 - spread)), math.ceil(tokens * (1 + spread))
+    return rng.integers(low, high + 1, n).astype(np.int64)
+
+
 def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
-    """The mean TTFT or per-request ITL (ms) of :func:`online_run`, every request counted
-    (NIM's sweep reads AIPerf's average over all its ``--request-count`` requests, with no
-    warm-up: :data:`..published.rows._NIM_REQUESTS_PER_USER`)."""
+    """An online row's figure from :func:`online_run`, every request counted, as the row's
+    client computes it: TTFT per request and AIPerf's ITL per request ((end - first token) /
+    (output tokens - 1)), or ``vllm-bench``'s ITL over every gap between two tokens of every
+    request, pooled; the row's ``statistic`` of them (NIM's sweep reads AIPerf's average over
+    all its ``--request-count`` requests, with no warm-up:
+    :data:`..published.rows._NIM_REQUESTS_PER_USER`). ``online_tok_s``: the output tokens over
+    the time from the first send to the last end."""
     run = online_run(row, host, staggered)
+    out = _lengths(row.output_tokens, row.spread, row.requests, 1)     # online_run's own
+    if row.kind == "online_tok_s":
+        return float(np.sum(out) / (np.max(run.done_s) - np.min(run.arrival_s)))
+    stat = {"mean": np.mean, "median": np.median}.get(row.statistic)
+    if stat is None:
+        raise InputError(f"validation row {row.id}: statistic {row.statistic!r}; allowed: "
+                         "mean, median")
     if row.kind == "online_ttft":
-        return float(np.mean(run.first_token_s - run.arrival_s)) * 1e3
-    gaps = (run.done_s - run.first_token_s) / max(row.output_tokens - 1, 1)
-    return float(np.mean(gaps)) * 1e3
+        return float(stat(run.first_token_s - run.arrival_s)) * 1e3
+    if row.client == "vllm-bench":       # every gap of every request, pooled
+        if row.statistic == "median":
+            return gap_quantiles(run.gaps, (50,))[0] * 1e3
+        first, step, count, weights = run.gaps.arrays()
+        w = weights.sum(axis=1) * count                 # gaps of each run, all classes
+        return float(np.sum(w * (first + step * (count - 1) / 2)) / np.sum(w)) * 1e3
+    gaps = (run.done_s - run.first_token_s) / np.maximum(out - 1, 1)
+    return float(stat(gaps)) * 1e3
 
 
 def _online_design(row: Published) -> Design:
@@ -219,7 +254,8 @@ def online_start_study(rows: tuple[Published, ...] | None = None) -> dict[str, K
     validation's replay, as the rows' client runs) and with their starts spread evenly over one
     request's time alone; ``{"together": ..., "staggered": ...}``, each the online TTFT kind's
     summary. Shows how much of the TTFT lean is the lockstep of a deterministic closed loop."""
-    rows = tuple(r for r in PUBLISHED if r.kind == "online_ttft") if rows is None else rows
+    rows = tuple(r for r in PUBLISHED if r.kind == "online_ttft" and r.client == "aiperf") \
+        if rows is None else rows
     out = {}
     for name, staggered in (("together", False), ("staggered", True)):
         checks = [Check(r, _online(r, VLLM_HOST, staggered)) for r in rows]
@@ -275,7 +311,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "first token": ("first_token",),
     "whole batch": ("batch_latency",),
     "ITL": ("inter_token",),
-    "throughput": ("batch_throughput", "batch_rate"),
+    "throughput": ("batch_throughput", "batch_rate", "online_tok_s"),
     "FP8 speedup": ("fp8_speedup",),
     "online TTFT": ("online_ttft",),
     "online ITL": ("online_itl",),
