@@ -1,25 +1,52 @@
 """Published measurements of a CPU tier for the KV cache (vLLM's offloading connector, LMCache,
-TensorRT-LLM's offloaded reuse), and why none is replayed yet: each lacks a setup the model can
-state (its model or GPU not in the catalog, or the figure read only as an "up to" with no row
-behind it). :data:`OFFLOAD_ROWS` is where a row goes once one is found; the CPU tier's terms
-are held instead to their own sources (docs/serving-calibration.md, "A CPU tier for the KV
-cache")."""
+TensorRT-LLM's offloaded reuse): the one replayed, and why the others are not (their model or
+GPU not in the catalog, or the figure read only as an "up to" with no row behind it).
+
+The one replayed is Figure 1 of vLLM's post on its offloading connector: one request alone,
+Llama-3.1-8B-Instruct on one H100 80GB HBM3, vLLM at commit 2a1776b7 (between 0.13 and 0.14,
+its offloading connector with the fixes the post names), FlashAttention, GPU prefix caching off
+so that every hit comes from the CPU tier, 16-token blocks, tokenization off; the time to the
+first token of a prompt of 1,000 to 100,000 tokens computed on the GPU ("GPU Compute") and with
+its KV loaded from CPU memory ("Load from CPU"). The figure is a plot without a table, so its
+points were read off its pixels: each marker's centre, with the plot's gridlines (every 1,000
+ms, 106.4 pixels apart in the 1,999 x 1,114 image) as the scale, to about half a pixel, 5 ms
+(:data:`FIGURE1_READING_MS`). At 1,000 tokens the "GPU Compute" marker lies under the other and
+the "Load from CPU" one reads 10 ms, within two readings' error of nothing: neither is a row.
+:mod:`.rows` makes the rows (``first_token`` for the GPU's, ``cpu_tier_ttft`` for the CPU
+tier's); the CPU tier's terms are held to their own sources too (docs/serving-calibration.md,
+"A CPU tier for the KV cache").
+"""
 
 from __future__ import annotations
 
-__all__ = ["OFFLOAD_ROWS", "OFFLOAD_UNREPLAYED"]
+__all__ = ["OFFLOAD_POST", "FIGURE1_TTFT_MS", "FIGURE1_READING_MS", "OFFLOAD_UNREPLAYED"]
 
-#: Replayable rows of a CPU KV tier, :class:`~.published.Published` each (none found with a
-#: complete setup).
-OFFLOAD_ROWS: tuple = ()
+OFFLOAD_POST = ("https://github.com/vllm-project/vllm-project.github.io/blob/"
+                "5ffe2dd543a30f34309d71d8374803612223e9fb/_posts/"
+                "2026-01-08-kv-offloading-connector.md ('Inside vLLM's New Offloading "
+                "Connector', Figure 1 and 'Evaluation Setup'; "
+                "https://blog.vllm.ai/2026/01/08/kv-offloading-connector.html)")
+
+#: Figure 1, read off its pixels: ``(prompt tokens, GPU Compute ms, Load from CPU ms)``, every
+#: marker the plot shows apart from the two at 1,000 tokens (the module's docstring).
+FIGURE1_TTFT_MS: tuple[tuple[int, float, float], ...] = (
+    (10_000, 260, 38), (20_000, 630, 66), (30_000, 1092, 96), (40_000, 1647, 122),
+    (50_000, 2284, 151), (60_000, 3008, 187), (70_000, 3843, 214), (80_000, 4785, 242),
+    (90_000, 5738, 270), (100_000, 6848, 306),
+)
+#: How far a point read off Figure 1 may lie from the plotted value, ms (half a pixel).
+FIGURE1_READING_MS = 5.0
 
 #: Published measurements of a CPU KV tier not replayed, each with what it lacks.
 OFFLOAD_UNREPLAYED: tuple[tuple[str, str, str], ...] = (
-    ("vLLM's KV offloading connector (0.11 to 0.14): TTFT of prompts whose KV comes back from "
-     "CPU memory 2x to 22x below recomputing it, H100",
-     "https://blog.vllm.ai/2026/01/08/kv-offloading-connector.html",
-     "read only as that range: the prompt lengths, model and load of each figure were not "
-     "carried over, so no row can be set up"),
+    ("vLLM's KV offloading connector, Figure 2: throughput of 10,000 prompts of 512 tokens by "
+     "the share of them found in CPU memory, Llama-3.1-8B-Instruct on one H100", OFFLOAD_POST,
+     "a plot of throughput by hit rate whose requests' output lengths and batch limits are not "
+     "stated, and whose time omits the tier's warm-up by a rule the post does not give"),
+    ("vLLM's KV offloading connector, Figures 5 and 6 (Llama-3.2-1B-Instruct, DMA against a "
+     "copy kernel) and 3 and 4 (PCIe copies by block size)", OFFLOAD_POST,
+     "Llama 3.2 1B is not in the catalog; the copy micro-benchmarks time the link, which the "
+     "tier's PCIe rate stands for (docs/serving-calibration.md)"),
     ("LMCache's CPU offloading in vLLM 0.10.1.1: TTFT -58.8% on 20K-token multi-turn chat "
      "(GPUStack)",
      "https://docs.gpustack.ai/2.0/performance-lab/references/"

@@ -15,6 +15,9 @@ Each row is a setup the simulator can replay (:mod:`schedatrix.serving.studies.v
 - ``inter_token``: one request at a time (concurrency 1), ``input_tokens`` in and
   ``output_tokens`` out; the figure is its mean time between output tokens after the first
   (milliseconds), as NVIDIA's AIPerf reports ITL;
+- ``cpu_tier_ttft``: one prompt of ``input_tokens`` alone, its KV copied back from the CPU tier
+  of the KV cache (computed once before, then pushed out of HBM); the figure is its time to the
+  first token (milliseconds);
 - ``fp8_speedup``: the same batch run in BF16 and in FP8; the figure is the BF16 run's time over
   the FP8 run's (TensorRT-LLM's quantization blog);
 - ``online_ttft`` and ``online_itl``: ``users`` clients in a closed loop (each sends its next
@@ -55,7 +58,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .offload_rows import OFFLOAD_ROWS, OFFLOAD_UNREPLAYED
+from .offload_rows import FIGURE1_READING_MS, FIGURE1_TTFT_MS, OFFLOAD_POST, OFFLOAD_UNREPLAYED
 
 __all__ = ["Published", "PUBLISHED", "UNREPLAYED", "LATENCY_BAND", "THROUGHPUT_BAND",
            "ONLINE_TTFT_BAND"]
@@ -208,6 +211,8 @@ class Published:
                                     f"{self.output_tokens:,} out, out tok/s per GPU",
                 "batch_rate": f"batch {self.batch}, {self.input_tokens:,} in / "
                               f"{self.output_tokens:,} out, out tok/s",
+                "cpu_tier_ttft": f"one request, {self.input_tokens:,} in from the CPU tier, "
+                                 "first token",
                 "inter_token": f"one at a time, {self.input_tokens:,} in / "
                                f"{self.output_tokens:,} out, inter-token latency",
                 "fp8_speedup": f"batch {self.batch}, {self.input_tokens:,} in / "
@@ -435,5 +440,22 @@ UNREPLAYED: tuple[tuple[str, str, str], ...] = (
      "the outputs ignore EOS) nor the server's flags, and the last row could not be read "
      "from the stored copy of the thread"),
 )
-PUBLISHED += OFFLOAD_ROWS                # a CPU tier for the KV cache: .offload_rows
+
+
+def _offload_rows(tokens: int, compute_ms: float, cpu_ms: float) -> tuple[Published, ...]:
+    """Figure 1 of vLLM's post on its offloading connector at one prompt length
+    (:mod:`.offload_rows`): the first token computed, and loaded from the CPU tier."""
+    read = (f"read off the plot's pixels (within about {FIGURE1_READING_MS:g} ms); one request "
+            "alone, 1 token out, tokenization off, GPU prefix caching off")
+    return (Published(f"vllm-offload-h100-8b-{tokens // 1000}k-compute", OFFLOAD_POST, "vllm",
+                      "llama-3.1-8b", "h100-80gb", 1, "first_token", 1, tokens, 1, compute_ms,
+                      "ms", "BF16; 'GPU Compute'; " + read, engine="vllm-0.14"),
+            Published(f"vllm-offload-h100-8b-{tokens // 1000}k-cpu", OFFLOAD_POST, "vllm",
+                      "llama-3.1-8b", "h100-80gb", 1, "cpu_tier_ttft", 1, tokens, 1, cpu_ms,
+                      "ms", "BF16; 'Load from CPU': the prompt's KV copied back from CPU "
+                      "memory; " + read, engine="vllm-0.14"))
+
+
+# a CPU tier for the KV cache: vLLM's offloading connector's Figure 1 (.offload_rows)
+PUBLISHED += tuple(row for r in FIGURE1_TTFT_MS for row in _offload_rows(*r))
 UNREPLAYED += OFFLOAD_UNREPLAYED
