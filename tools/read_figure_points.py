@@ -10,8 +10,8 @@ lowest) to ``--y-top`` (the highest), and from their length: they run from x = 0
 ``--x-max``. At each ``--x`` the series' marker is the run of its colour's pixels in a column
 band about the marker's width; its centre, in gridline units, is the value. A marker hidden
 under another series' marker, or missing, prints as ``-``; one that overlaps another series'
-marker reads between the two, so check each point against the plot by eye. The figure itself is the source's (not
-shipped here): fetch it from the post's repository.
+marker reads between the two, so check each point against the plot by eye. The figure itself
+is the source's (not shipped here): fetch it from the post's repository.
 """
 
 from __future__ import annotations
