@@ -14,7 +14,7 @@ import numpy as np
 
 from schedatrix.errors import InputError
 from schedatrix.serving.published.rows import PUBLISHED
-from schedatrix.serving.studies.validation import online_run
+from schedatrix.serving.studies.validation import _lengths, online_run, replay
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,13 +38,23 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     ttft_ms = (run.first_token_s - run.arrival_s) * 1e3
+    inp = _lengths(row.input_tokens, row.spread, row.requests, 0)      # online_run's own
+    out = _lengths(row.output_tokens, row.spread, row.requests, 1)
+    within = f" (each within {row.spread:.0%})" if row.spread else ""
     print(f"{row.id}: {row.users} users, {row.requests} requests, {row.input_tokens} in / "
-          f"{row.output_tokens} out; published {row.value:,.1f} {row.unit}")
-    print(f"{'request':>7} {'user':>4} {'sent s':>9} {'first s':>9} {'TTFT ms':>9} {'end s':>9}")
+          f"{row.output_tokens} out{within}; published {row.value:,.1f} {row.unit}")
+    print(f"{'request':>7} {'user':>4} {'in':>6} {'out':>6} {'sent s':>9} {'first s':>9} "
+          f"{'TTFT ms':>9} {'end s':>9}")
     for i in np.argsort(run.arrival_s, kind="stable")[:args.first]:
-        print(f"{i:7d} {i % row.users:4d} {run.arrival_s[i]:9.3f} {run.first_token_s[i]:9.3f} "
-              f"{ttft_ms[i]:9.1f} {run.done_s[i]:9.3f}")
-    print(f"mean TTFT over all {len(ttft_ms)} requests: {ttft_ms.mean():,.1f} ms")
+        print(f"{i:7d} {i % row.users:4d} {inp[i]:6d} {out[i]:6d} {run.arrival_s[i]:9.3f} "
+              f"{run.first_token_s[i]:9.3f} {ttft_ms[i]:9.1f} {run.done_s[i]:9.3f}")
+    print(f"mean TTFT over all {len(ttft_ms)} requests: {ttft_ms.mean():,.1f} ms; median "
+          f"{np.median(ttft_ms):,.1f} ms")
+    if not args.staggered:
+        what = {"online_ttft": f"{row.statistic} TTFT", "online_itl": f"{row.statistic} ITL",
+                "online_tok_s": "output tok/s"}[row.kind]
+        print(f"the row's figure ({what}, as {row.client or 'its client'} computes it): "
+              f"{replay(row):,.1f} {row.unit}, published {row.value:,.1f} {row.unit}")
     return 0
 
 
