@@ -9,9 +9,10 @@ host: ``calibrate("step_s")`` (the host's time per iteration) and ``calibrate("d
 :mod:`..perf.host`, and every other row tests them. Every replay builds its step-time model as
 the command line does (``Design.perf``, the fit's host costs passed in).
 
-``online_start_study()`` replays the online TTFT rows with the users starting together (as
-AIPerf's concurrency mode does, the validation's replay) and staggered; ``gemm_checks()`` holds
-the matmul roofline to DeepGEMM's FP8 table (:mod:`..published.fp8_gemm`).
+``online_start_study()`` replays NIM's online TTFT rows (AIPerf's closed loop) with the users
+starting together (as AIPerf's concurrency mode does, the validation's replay) and staggered;
+``gemm_checks()`` holds the matmul roofline to DeepGEMM's FP8 table
+(:mod:`..published.fp8_gemm`).
 """
 
 from __future__ import annotations
@@ -297,9 +298,9 @@ def lone_request_s(row: Published, host: HostCosts = VLLM_HOST) -> float:
 
 
 def online_start_study(rows: tuple[Published, ...] | None = None) -> dict[str, KindSummary]:
-    """The online TTFT and ITL rows replayed twice: with the users starting together (the
-    validation's replay, as the rows' client runs) and with their starts spread evenly over one
-    request's time alone; ``{"together": ..., "staggered": ...}``, each the online TTFT kind's
+    """NIM's online TTFT rows (``client`` aiperf) replayed twice: with the users starting
+    together (the validation's replay, as the rows' client runs) and with their starts spread
+    evenly over one request's time alone; ``{"together": ..., "staggered": ...}``, each the online TTFT kind's
     summary. Shows how much of the TTFT lean is the lockstep of a deterministic closed loop."""
     rows = tuple(r for r in PUBLISHED if r.kind == "online_ttft" and r.client == "aiperf") \
         if rows is None else rows
