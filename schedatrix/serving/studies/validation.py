@@ -300,8 +300,9 @@ def lone_request_s(row: Published, host: HostCosts = VLLM_HOST) -> float:
 def online_start_study(rows: tuple[Published, ...] | None = None) -> dict[str, KindSummary]:
     """NIM's online TTFT rows (``client`` aiperf) replayed twice: with the users starting
     together (the validation's replay, as the rows' client runs) and with their starts spread
-    evenly over one request's time alone; ``{"together": ..., "staggered": ...}``, each the online TTFT kind's
-    summary. Shows how much of the TTFT lean is the lockstep of a deterministic closed loop."""
+    evenly over one request's time alone; ``{"together": ..., "staggered": ...}``, each the
+    online TTFT kind's summary. Shows how much of the TTFT lean is the lockstep of a
+    deterministic closed loop."""
     rows = tuple(r for r in PUBLISHED if r.kind == "online_ttft" and r.client == "aiperf") \
         if rows is None else rows
     out = {}
