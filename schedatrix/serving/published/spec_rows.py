@@ -184,6 +184,18 @@ SPEC_UNREPLAYED: tuple[tuple[str, str, str], ...] = (
      "the GPU is not named (an 80 GB card whose platform, the serve logs say, lacks GPU P2P, "
      "so vLLM's custom all-reduce was off); InstructCoder's length mix is not shipped (the "
      "outputs end at EOS); Llama 3.2 1B is not in the catalog"),
+    ("'Speculative Decoding: Performance or Illusion?' (arXiv 2601.11580), Figure 1: the "
+     "speedup at batch 1, 16, 64 and 128, K = 3, of n-gram, EAGLE and EAGLE-3 on Llama-3.1-8B "
+     "(one H100) and of a Llama-3.2-1B draft and EAGLE on Llama-3-70B (TP 4), vLLM 0.10.1, on "
+     "GSM8K, CNN/DailyMail, ShareGPT and InstructCoder",
+     "https://arxiv.org/abs/2601.11580; its code and data: "
+     "https://github.com/SpecDecode-Bench/simulator (data/llama3.1-8B) and "
+     "https://github.com/SpecDecode-Bench/vllm (scripts/)",
+     "a plot only; the acceptance of its K = 3 runs is not published (its simulator's data has, "
+     "for Llama-3.1-8B, each request's tokens and the accepted length at each position with 20 "
+     "drafts, from which K = 3's could follow); each batch is one prompt copied batch-size "
+     "times, whose copies accept alike, where the model draws each sequence's acceptance "
+     "apart; the 70B's draft, Llama 3.2 1B, is not in the catalog"),
     ("SGLang PR #10090 (standalone speculative decoding): Llama 3.1 70B drafted by Llama 3.2 "
      "1B at TP 4, 5 random prompts of about 1,024 in / 1,024 out one at a time: 63.87 output "
      "tok/s without, 173.38 with",
