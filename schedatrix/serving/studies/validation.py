@@ -196,8 +196,9 @@ def cpu_tier_run(row: Published, host: HostCosts = VLLM_HOST):
                     kv_offload_gb=CPU_TIER_GB)
     built = build(design, hash_block_tokens=block)
     hbm = built.kv_blocks_per_replica * design.block_tokens
-    fillers = hbm // _FILLER_TOKENS + 2                  # together more than HBM holds
-    lengths = [row.input_tokens] + [_FILLER_TOKENS] * fillers + [row.input_tokens]
+    filler = min(_FILLER_TOKENS, built.config.max_model_len - 1)   # each fits the context
+    fillers = hbm // filler + 2                          # together more than HBM holds
+    lengths = [row.input_tokens] + [filler] * fillers + [row.input_tokens]
     gap_s = 60.0                                          # each runs alone
     arrival = np.arange(len(lengths)) * gap_s
     blocks = [n // block for n in lengths]
