@@ -345,6 +345,9 @@ def test_the_offloading_posts_figure_is_replayed_through_the_cpu_tier(checks):
     computed = checks["vllm-offload-h100-8b-100k-compute"].model
     assert ttft[0] == pytest.approx(computed, rel=1e-9)   # the first time it is computed
     assert ttft[-1] < computed / 20                        # the copy is 22x faster (published)
+    # a model of 4,096 tokens' context pushes the prompt out with prompts that fit it
+    short = cpu_tier_run(dataclasses.replace(row, model="llama-2-7b", input_tokens=3_000))
+    assert short.prefix_cpu_hit_tokens == 3_000 // 16 * 16 and short.prefix_hit_tokens == 0
     # what the tier saves, computed over copied: 14.7x at 50k to 21.9x at 100k published; the
     # model's is 18-26% more, both of its errors pointing that way (docs/serving-validation.md)
     over = []
