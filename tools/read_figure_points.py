@@ -82,7 +82,8 @@ def read(img: np.ndarray, colour: np.ndarray, xs, y_top: float, x_max: float,
         # the marker's rows are as wide as the band; the line through it is a few pixels wide
         rows = np.where(per_row >= 0.6 * per_row.max())[0]
         rows = rows[np.abs(rows - np.median(rows)) < 3 * half_width]
-        out.append(value(np.average(rows, weights=per_row[rows])))
+        weights = per_row[rows]
+        out.append(value(np.average(rows, weights=weights)) if weights.sum() else None)
     return out
 
 
@@ -107,7 +108,7 @@ def main(argv=None) -> int:
         for i, x in enumerate(args.x):
             print(f"{x:8g}" + "".join(
                 (f"{col[i]:16.0f}" if col[i] is not None else "-".rjust(16)) for col in columns))
-    except (OSError, ValueError, IndexError) as e:
+    except (OSError, ValueError, IndexError, ZeroDivisionError) as e:
         print(f"read_figure_points: {e}", file=sys.stderr)
         return 2
     return 0

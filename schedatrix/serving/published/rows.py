@@ -15,6 +15,9 @@ Each row is a setup the simulator can replay (:mod:`schedatrix.serving.studies.v
 - ``inter_token``: one request at a time (concurrency 1), ``input_tokens`` in and
   ``output_tokens`` out; the figure is its mean time between output tokens after the first
   (milliseconds), as NVIDIA's AIPerf reports ITL;
+- ``prefill_rate``: ``batch`` prompts of ``input_tokens`` at once, one output token each (with
+  ``kv_offload_gb`` > 0, a CPU tier of that size in which nothing is found); the figure is the
+  prompt tokens over the time until the last request ends (tokens a second);
 - ``cpu_tier_ttft``: one prompt of ``input_tokens`` alone, its KV copied back from the CPU tier
   of the KV cache (computed once before, then pushed out of HBM); the figure is its time to the
   first token (milliseconds);
@@ -58,7 +61,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .offload_rows import FIGURE1_READING_MS, FIGURE1_TTFT_MS, OFFLOAD_POST, OFFLOAD_UNREPLAYED
+from .offload_rows import (
+    FIGURE1_READING_MS,
+    FIGURE1_TTFT_MS,
+    FIGURE2_PREFILL_TOK_S,
+    OFFLOAD_POST,
+    OFFLOAD_UNREPLAYED,
+)
 
 __all__ = ["Published", "PUBLISHED", "UNREPLAYED", "LATENCY_BAND", "THROUGHPUT_BAND",
            "ONLINE_TTFT_BAND"]
@@ -173,6 +182,7 @@ class Published:
     statistic: str = ""
     client: str = ""
     spread: float = 0.0
+    kv_offload_gb: float = 0.0
 
     def __post_init__(self):
         if not self.engine:     # the profile of the engine that measured the row
@@ -188,7 +198,7 @@ class Published:
         batch, lengths, precision, CUDA graphs and engine."""
         return (self.model, self.gpu, self.tp, self.kind, self.batch, self.input_tokens,
                 self.output_tokens, self.dtype, self.cuda_graphs, self.engine, self.users,
-                self.requests, self.spread, self.client, self.statistic)
+                self.requests, self.spread, self.client, self.statistic, self.kv_offload_gb)
 
     @property
     def online(self) -> bool:
@@ -200,7 +210,7 @@ class Published:
         if self.kind == "online_ttft":
             return ONLINE_TTFT_BAND
         return THROUGHPUT_BAND if self.kind in ("batch_throughput", "batch_rate",
-                                                "online_tok_s") else LATENCY_BAND
+                                                "online_tok_s", "prefill_rate") else LATENCY_BAND
 
     def setup(self) -> str:
         """The setup in words, for the validation table."""
@@ -213,6 +223,9 @@ class Published:
                               f"{self.output_tokens:,} out, out tok/s",
                 "cpu_tier_ttft": f"one request, {self.input_tokens:,} in from the CPU tier, "
                                  "first token",
+                "prefill_rate": f"batch {self.batch:,}, {self.input_tokens:,} in / 1 out, prompt "
+                                "tok/s" + (f", a {self.kv_offload_gb:g} GB CPU tier, no hits"
+                                           if self.kv_offload_gb else ""),
                 "inter_token": f"one at a time, {self.input_tokens:,} in / "
                                f"{self.output_tokens:,} out, inter-token latency",
                 "fp8_speedup": f"batch {self.batch}, {self.input_tokens:,} in / "
@@ -461,6 +474,13 @@ def _offload_rows(tokens: int, compute_ms: float, cpu_ms: float | None
         engine="vllm-0.14"))
 
 
-# a CPU tier for the KV cache: vLLM's offloading connector's Figure 1 (.offload_rows)
-PUBLISHED += tuple(row for r in FIGURE1_TTFT_MS for row in _offload_rows(*r))
+# a CPU tier for the KV cache: vLLM's offloading connector's Figures 1 and 2 (.offload_rows)
+PUBLISHED += tuple(row for r in FIGURE1_TTFT_MS for row in _offload_rows(*r)) + tuple(
+    Published(f"vllm-offload-h100-8b-prefill-512{'-tier' if gb else ''}", OFFLOAD_POST, "vllm",
+              "llama-3.1-8b", "h100-80gb", 1, "prefill_rate", 10_000, 512, 1,
+              FIGURE2_PREFILL_TOK_S[key], "tok/s",
+              f"BF16; Figure 2, {key}: read off the plot's pixels (within about 500 tokens/s); "
+              "10,000 prompts of 512 tokens, GPU prefix caching off", engine="vllm-0.14",
+              kv_offload_gb=gb)
+    for key, gb in (("without", 0.0), ("with, 0% hits", 200.0)))
 UNREPLAYED += OFFLOAD_UNREPLAYED

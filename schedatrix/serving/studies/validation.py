@@ -101,6 +101,8 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
         return _online(row, host)
     if row.kind == "cpu_tier_ttft":    # a prompt's KV copied back from the CPU tier
         return _cpu_tier_ttft(row, host)
+    if row.kind == "prefill_rate":     # prompts at once, one token each: prompt tokens a second
+        return _prefill_rate(row, host)
     span, run, design = _span(row, host)
     n = row.batch
     if row.kind == "first_token":
@@ -215,6 +217,27 @@ def cpu_tier_run(row: Published, host: HostCosts = VLLM_HOST):
     if not (run.status == COMPLETED).all():
         raise InputError(f"validation row {row.id}: not every request completed")
     return run
+
+
+def _prefill_rate(row: Published, host: HostCosts) -> float:
+    """Prompt tokens a second of ``row.batch`` prompts sent at once, one output token each, no
+    client path; with ``row.kv_offload_gb`` a CPU tier of that size, the prompts each of its own
+    text (prefix caching on, so the tier is looked in, and nothing is found)."""
+    n, block = row.batch, 16
+    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
+                    cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none",
+                    kv_offload_gb=row.kv_offload_gb)
+    per = row.input_tokens // block
+    hashes = {} if not row.kv_offload_gb else dict(
+        hash_offsets=np.arange(n + 1) * per, hash_values=np.arange(n * per, dtype=np.int64))
+    requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
+                        np.ones(n, np.int64), np.zeros(n, np.int16), **hashes)
+    built = build(design, hash_block_tokens=block if row.kv_offload_gb else 0)
+    run = simulate_fast(requests, design.perf(host=_host(row, host)), built.config,
+                        built.layout, design.policy())
+    if not (run.status == COMPLETED).all():
+        raise InputError(f"validation row {row.id}: not every request completed")
+    return n * row.input_tokens / float(np.max(run.done_s))
 
 
 def _cpu_tier_ttft(row: Published, host: HostCosts) -> float:
@@ -362,7 +385,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "first token from the CPU tier": ("cpu_tier_ttft",),
     "whole batch": ("batch_latency",),
     "ITL": ("inter_token",),
-    "throughput": ("batch_throughput", "batch_rate", "online_tok_s"),
+    "throughput": ("batch_throughput", "batch_rate", "online_tok_s", "prefill_rate"),
     "FP8 speedup": ("fp8_speedup",),
     "online TTFT": ("online_ttft",),
     "online ITL": ("online_itl",),
