@@ -185,7 +185,7 @@ KNOWN_LEANS = {
     "first token from the CPU tier": "-12% over 6 tests, all in band: the model's copy back (the "
                                      "tier's bytes over the H100's 50 GB/s; the post's own copy "
                                      "benchmark reads 48.2 GB/s at this model's 2 MB blocks) and "
-                                     "the last block's step come 9-14% before the published "
+                                     "the last block's step come 10-13% before the published "
                                      "first tokens; what the rest is (the connector's "
                                      "asynchronous load and its scheduling) is not sourced; the "
                                      "plot is read to about 10 ms, 3-6% of these points",
