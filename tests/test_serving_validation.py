@@ -315,6 +315,13 @@ def test_vllms_post_is_replayed_with_its_spread_lengths_and_its_clients_statisti
     # the pooled median is not the per-request mean AIPerf reports: a different figure
     aiperf = replay(dataclasses.replace(itl, client="aiperf", statistic="mean"))
     assert abs(aiperf / replay(itl) - 1) > 0.005
+    # bench serve's mean ITL: every gap of every request, each run of gaps written out
+    first, step, count, weights = online_run(itl).gaps.arrays()
+    every = np.repeat(np.concatenate([f + s * np.arange(c) for f, s, c in
+                                      zip(first, step, count, strict=True)]),
+                      np.repeat(weights.sum(axis=1), count))
+    pooled = replay(dataclasses.replace(itl, statistic="mean"))
+    assert pooled == pytest.approx(every.mean() * 1e3, rel=1e-9)
     tok = next(r for r in post if r.kind == "online_tok_s")
     assert replay(tok) == pytest.approx(out.sum() / (run.done_s.max() - run.arrival_s.min()))
     with pytest.raises(InputError, match="statistic 'p99'"):

@@ -14,7 +14,7 @@ import numpy as np
 
 from schedatrix.errors import InputError
 from schedatrix.serving.published.rows import PUBLISHED
-from schedatrix.serving.studies.validation import _lengths, online_run, replay
+from schedatrix.serving.studies.validation import online_lengths, online_run, replay
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     ttft_ms = (run.first_token_s - run.arrival_s) * 1e3
-    inp = _lengths(row.input_tokens, row.spread, row.requests, 0)      # online_run's own
-    out = _lengths(row.output_tokens, row.spread, row.requests, 1)
+    inp, out = online_lengths(row)
     within = f" (each within {row.spread:.0%})" if row.spread else ""
     print(f"{row.id}: {row.users} users, {row.requests} requests, {row.input_tokens} in / "
           f"{row.output_tokens} out{within}; published {row.value:,.1f} {row.unit}")

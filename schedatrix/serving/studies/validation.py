@@ -27,6 +27,7 @@ from ...errors import InputError
 from ..cluster.deployment import Design, build
 from ..figures.metrics import gap_quantiles
 from ..figures.record import COMPLETED
+from ..load.lengths import Fixed, Uniform, draw_lengths
 from ..load.requests import ClosedLoop, Requests
 from ..perf.catalog import gpu as gpu_of
 from ..perf.engines import ENGINES
@@ -145,11 +146,13 @@ def _span(row: Published, host: HostCosts):
     return float(np.max(run.done_s)), run, design
 
 
-def _run(row: Published, requests: Requests, design: Design, host: HostCosts, which: str = ""):
+def _run(row: Published, requests: Requests, design: Design, host: HostCosts, which: str = "",
+         hash_block_tokens: int = 0):
     """``requests`` on ``design``, stepped by its performance model as the command line builds
     it (``Design.perf``: the engine profile's async scheduling and serial part reach it) with
-    ``row``'s host costs; every request must complete."""
-    built = build(design)
+    ``row``'s host costs; every request must complete. ``hash_block_tokens``: prefix caching
+    on, for requests that carry block hashes of that many tokens."""
+    built = build(design, hash_block_tokens)
     perf = design.perf(host=_host(row, host))
     run = simulate_fast(requests, perf, built.config, built.layout, design.policy())
     if not (run.status == COMPLETED).all():
@@ -196,7 +199,7 @@ def cpu_tier_run(row: Published, host: HostCosts = VLLM_HOST):
     design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
                     cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none",
                     kv_offload_gb=CPU_TIER_GB)
-    built = build(design, hash_block_tokens=block)
+    built = build(design, hash_block_tokens=block)      # to size the prompts that push it out
     hbm = built.kv_blocks_per_replica * design.block_tokens
     filler = min(_FILLER_TOKENS, built.config.max_model_len - 1)   # each fits the context
     fillers = hbm // filler + 2                          # together more than HBM holds
@@ -212,11 +215,7 @@ def cpu_tier_run(row: Published, host: HostCosts = VLLM_HOST):
                         np.zeros(len(lengths), np.int16),
                         hash_offsets=np.cumsum([0] + [len(h) for h in hashes]),
                         hash_values=np.concatenate(hashes).astype(np.int64))
-    run = simulate_fast(requests, design.perf(host=_host(row, host)), built.config,
-                        built.layout, design.policy())
-    if not (run.status == COMPLETED).all():
-        raise InputError(f"validation row {row.id}: not every request completed")
-    return run
+    return _run(row, requests, design, host, hash_block_tokens=block)
 
 
 def _prefill_rate(row: Published, host: HostCosts) -> float:
@@ -232,11 +231,8 @@ def _prefill_rate(row: Published, host: HostCosts) -> float:
         hash_offsets=np.arange(n + 1) * per, hash_values=np.arange(n * per, dtype=np.int64))
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
                         np.ones(n, np.int64), np.zeros(n, np.int16), **hashes)
-    built = build(design, hash_block_tokens=block if row.kv_offload_gb else 0)
-    run = simulate_fast(requests, design.perf(host=_host(row, host)), built.config,
-                        built.layout, design.policy())
-    if not (run.status == COMPLETED).all():
-        raise InputError(f"validation row {row.id}: not every request completed")
+    run = _run(row, requests, design, host,
+               hash_block_tokens=block if row.kv_offload_gb else 0)
     return n * row.input_tokens / float(np.max(run.done_s))
 
 
@@ -256,8 +252,7 @@ def online_run(row: Published, host: HostCosts = VLLM_HOST, staggered: bool = Fa
     out a lockstep of all the users (:mod:`.lockstep_floor`); the spread is not sourced."""
     n = row.requests
     ramp_s = lone_request_s(row, host) if staggered and row.users > 1 else 0.0
-    requests = Requests(np.zeros(n), _lengths(row.input_tokens, row.spread, n, 0),
-                        _lengths(row.output_tokens, row.spread, n, 1), np.zeros(n, np.int16),
+    requests = Requests(np.zeros(n), *online_lengths(row), np.zeros(n, np.int16),
                         closed_loop=ClosedLoop(row.users, ramp_s=ramp_s))
     engine_flags(row)                  # refuses an engine it does not know
     return _run(row, requests, _online_design(row), host)
@@ -271,12 +266,18 @@ ONLINE_LENGTHS_SEED = 0
 def _lengths(tokens: int, spread: float, n: int, stream: int) -> np.ndarray:
     """``n`` lengths of ``tokens``, or with ``spread`` > 0 drawn uniformly from the whole
     numbers within ``spread`` of it, as vLLM's random dataset draws them with
-    ``--random-range-ratio`` (``floor(tokens (1 - r))`` to ``ceil(tokens (1 + r))``)."""
-    if not spread:
-        return np.full(n, tokens, np.int64)
-    rng = np.random.default_rng([ONLINE_LENGTHS_SEED, stream])
-    low, high = math.floor(tokens * (1 - spread)), math.ceil(tokens * (1 + spread))
-    return rng.integers(low, high + 1, n).astype(np.int64)
+    ``--random-range-ratio`` (``floor(tokens (1 - r))`` to ``ceil(tokens (1 + r))``), by the load
+    model's own draw (:func:`..load.lengths.draw_lengths`)."""
+    dist = Uniform(math.floor(tokens * (1 - spread)), math.ceil(tokens * (1 + spread))) \
+        if spread else Fixed(tokens)
+    return draw_lengths(dist, n, np.random.default_rng([ONLINE_LENGTHS_SEED, stream]))
+
+
+def online_lengths(row: Published) -> tuple[np.ndarray, np.ndarray]:
+    """(input, output) tokens of each of an online row's ``requests``, as :func:`online_run`
+    sends them."""
+    return (_lengths(row.input_tokens, row.spread, row.requests, 0),
+            _lengths(row.output_tokens, row.spread, row.requests, 1))
 
 
 def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
@@ -288,7 +289,7 @@ def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
     :data:`..published.rows._NIM_REQUESTS_PER_USER`). ``online_tok_s``: the output tokens over
     the time from the first send to the last end."""
     run = online_run(row, host, staggered)
-    out = _lengths(row.output_tokens, row.spread, row.requests, 1)     # online_run's own
+    out = online_lengths(row)[1]
     if row.kind == "online_tok_s":
         return float(np.sum(out) / (np.max(run.done_s) - np.min(run.arrival_s)))
     stat = {"mean": np.mean, "median": np.median}.get(row.statistic)
