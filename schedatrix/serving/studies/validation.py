@@ -44,7 +44,7 @@ from .spec_validation import is_spec, replay_spec
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
            "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",
            "SHARE_AIM", "lone_request_s", "online_run", "online_start_study",
-           "gemm_checks"]
+           "gemm_checks", "lora_ratio"]
 
 #: The engines whose rows are C++ sessions running a static batch with nothing scheduled
 #: between its steps (TensorRT-LLM's gptSessionBenchmark, NIM's TensorRT-LLM engine at
@@ -94,7 +94,7 @@ def replay(row: Published, host: HostCosts = VLLM_HOST) -> float:
     if is_spec(row):                  # speculative decoding: its own replay (.spec_validation)
         return replay_spec(row, host)
     if is_lora(row):                  # many LoRA adapters against none: one load, two runs
-        return _lora_ratio(row, host)
+        return lora_ratio(row, host)
     if row.kind == "fp8_speedup":     # the same batch in BF16 and in FP8: time over time
         bf16, fp8 = (_span(dataclasses.replace(row, dtype=d), host)[0] for d in ("bf16", "fp8"))
         return bf16 / fp8
@@ -160,7 +160,7 @@ def _run(row: Published, requests: Requests, design: Design, host: HostCosts, wh
     return run
 
 
-def _lora_ratio(row: LoraPublished, host: HostCosts) -> float:
+def lora_ratio(row: LoraPublished, host: HostCosts = VLLM_HOST) -> float:
     """A multi-LoRA row's ratio: its load (the requests its benchmark sent) with the row's
     adapters, one slot an adapter and every adapter in host memory (S-LoRA never makes a
     request wait for a slot), over the same load on the base model alone; each throughput is
