@@ -2,26 +2,35 @@
 user, send, first token and end, in the order sent (docs/serving-validation.md, online rows).
 
     .venv/bin/python tools/trace_online_row.py nim-h100-70b-fp8-tp2-u50-500-2000-ttft [--first N]
-        [--staggered]
+        [--start together|even|random] [--per-user N]
+
+``--start``: how the users' first sends are spread (studies.validation.STARTS; the row's replay
+starts them together); ``--per-user N``: N requests a user instead of the row's, to see the
+loop's steady state. It ends with the mean TTFT of each wave (the next ``users`` requests
+sent: request i is the i-th sent).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import numpy as np
 
 from schedatrix.errors import InputError
 from schedatrix.serving.published.rows import PUBLISHED
-from schedatrix.serving.studies.validation import online_lengths, online_run, replay
+from schedatrix.serving.studies.validation import STARTS, online_lengths, online_run, replay
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("row", help="an online row's id (docs/serving-validation.md)")
     ap.add_argument("--first", type=int, default=100, help="requests to print (default 100)")
-    ap.add_argument("--staggered", action="store_true", help="users' starts spread evenly")
+    ap.add_argument("--start", default="together", choices=STARTS,
+                    help="how the users' first sends are spread (default together, the replay's)")
+    ap.add_argument("--per-user", type=int, default=None,
+                    help="requests a user (default: the row's)")
     args = ap.parse_args(argv)
     online = {r.id: r for r in PUBLISHED if r.online}
     if args.row not in online:
@@ -31,9 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.first < 1:
         print(f"--first: {args.first}; must be at least 1", file=sys.stderr)
         return 2
-    row = online[args.row]
+    if args.per_user is not None and not 1 <= args.per_user <= 100:
+        print(f"--per-user: {args.per_user}; must be 1 to 100", file=sys.stderr)
+        return 2
+    row = original = online[args.row]
+    if args.per_user is not None:
+        row = dataclasses.replace(row, requests=args.per_user * row.users)
     try:
-        run = online_run(row, staggered=args.staggered)
+        run = online_run(row, start=args.start)
     except InputError as e:
         print(e, file=sys.stderr)
         return 2
@@ -49,7 +63,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{run.first_token_s[i]:9.3f} {ttft_ms[i]:9.1f} {run.done_s[i]:9.3f}")
     print(f"mean TTFT over all {len(ttft_ms)} requests: {ttft_ms.mean():,.1f} ms; median "
           f"{np.median(ttft_ms):,.1f} ms")
-    if not args.staggered:
+    waves = -(-len(ttft_ms) // row.users)
+    print(f"mean TTFT of each wave ({row.users} requests in the order sent), ms: " + ", ".join(
+        f"{ttft_ms[k * row.users:(k + 1) * row.users].mean():,.0f}" for k in range(waves)))
+    if args.start == "together" and row is original:
         what = {"online_ttft": f"{row.statistic} TTFT", "online_itl": f"{row.statistic} ITL",
                 "online_tok_s": "output tok/s"}[row.kind]
         print(f"the row's figure ({what}, as {row.client or 'its client'} computes it): "

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...errors import InputError
 
-__all__ = ["SLOClass", "ClosedLoop", "Requests", "DEFAULT_CLASS"]
+__all__ = ["SLOClass", "ClosedLoop", "Requests", "DEFAULT_CLASS", "RAMPS"]
 
 
 @dataclass(frozen=True)
@@ -38,19 +38,39 @@ DEFAULT_CLASS = SLOClass()
 class ClosedLoop:
     """Closed-loop concurrency: ``users`` users, each sending its next request ``think_s``
     seconds after its previous one ends (request i belongs to user i % users). ``ramp_s``
-    spreads the users' first requests evenly: user u sends at ``u * ramp_s / users`` (0: all
-    at once, AIPerf's and genai-perf's concurrency mode; AIPerf's ``--concurrency-ramp-duration``
-    and vLLM ``bench serve``'s ``--ramp-up-strategy`` ramp instead)."""
+    spreads the users' first requests over that many seconds: ``ramp`` "even" sends user u's
+    at ``u * ramp_s / users`` (0 s: all at once, AIPerf's and genai-perf's concurrency mode;
+    AIPerf's ``--concurrency-ramp-duration`` and vLLM ``bench serve``'s ``--ramp-up-strategy``
+    ramp instead), "random" at ``ramp_s`` times a uniform draw of its own (NumPy's generator
+    seeded by ``seed``): users whose phases no client set, as a long-running service's are."""
 
     users: int
     think_s: float = 0.0
     ramp_s: float = 0.0
+    ramp: str = "even"
+    seed: int = 0
 
     def __post_init__(self):
         r = self.ramp_s
         if isinstance(r, bool) or not isinstance(r, int | float) or not 0 <= r < float("inf"):
             raise InputError(f"closed_loop ramp_s {r!r}: must be a finite number of seconds "
                              ">= 0")
+        if self.ramp not in RAMPS:
+            raise InputError(f"closed_loop ramp {self.ramp!r}; allowed: {', '.join(RAMPS)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer) \
+                or self.seed < 0:
+            raise InputError(f"closed_loop seed {self.seed!r}: must be a whole number >= 0")
+
+    def first_sends_s(self, first: int) -> list[float]:
+        """When each of the first ``first`` users sends its first request (seconds)."""
+        if self.ramp == "random":
+            draws = np.random.default_rng(int(self.seed)).random(first)
+            return [float(self.ramp_s * u) for u in draws]
+        return [self.ramp_s * i / first for i in range(first)]
+
+
+#: How a closed loop's first sends are spread over its ``ramp_s`` (:class:`ClosedLoop`).
+RAMPS = ("even", "random")
 
 
 @dataclass(frozen=True, eq=False)

@@ -218,9 +218,9 @@ class Cluster:
         else:
             arr = array("d")
             first = min(self.closed.users, self.n)
-            for i in range(first):
+            for i, at in enumerate(self.closed.first_sends_s(first)):
                 self.session[i] = i
-                self.push(self.closed.ramp_s * i / first, ARRIVE, i)
+                self.push(at, ARRIVE, i)
             self.next_closed = first
         for f in self.faults:
             self.push(f.at_s, FAULT, ("start", f))

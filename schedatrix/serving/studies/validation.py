@@ -43,7 +43,8 @@ from .spec_validation import is_spec, replay_spec
 
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
            "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",
-           "SHARE_AIM", "lone_request_s", "online_run", "online_start_study",
+           "SHARE_AIM", "lone_request_s", "online_run", "online_start_study", "STARTS",
+           "online_design", "replay_run",
            "gemm_checks", "lora_ratio"]
 
 #: The engines whose rows are C++ sessions running a static batch with nothing scheduled
@@ -142,12 +143,12 @@ def _span(row: Published, host: HostCosts):
                     chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype,
                     engine=_profile(row), client_path="none",
                     async_scheduling=False if static else None)
-    run = _run(row, requests, design, host, "of the batch ")
+    run = replay_run(row, requests, design, host, "of the batch ")
     return float(np.max(run.done_s)), run, design
 
 
-def _run(row: Published, requests: Requests, design: Design, host: HostCosts, which: str = "",
-         hash_block_tokens: int = 0):
+def replay_run(row: Published, requests: Requests, design: Design, host: HostCosts,
+               which: str = "", hash_block_tokens: int = 0):
     """``requests`` on ``design``, stepped by its performance model as the command line builds
     it (``Design.perf``: the engine profile's async scheduling and serial part reach it) with
     ``row``'s host costs; every request must complete. ``hash_block_tokens``: prefix caching
@@ -177,7 +178,7 @@ def lora_ratio(row: LoraPublished, host: HostCosts = VLLM_HOST) -> float:
         design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=row.engine,
                         cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none",
                         **lora)
-        run = _run(row, requests, design, host)
+        run = replay_run(row, requests, design, host)
         rps.append(len(requests) / float(np.max(run.done_s)))
     return rps[0] / rps[1]
 
@@ -215,7 +216,7 @@ def cpu_tier_run(row: Published, host: HostCosts = VLLM_HOST):
                         np.zeros(len(lengths), np.int16),
                         hash_offsets=np.cumsum([0] + [len(h) for h in hashes]),
                         hash_values=np.concatenate(hashes).astype(np.int64))
-    return _run(row, requests, design, host, hash_block_tokens=block)
+    return replay_run(row, requests, design, host, hash_block_tokens=block)
 
 
 def _prefill_rate(row: Published, host: HostCosts) -> float:
@@ -231,8 +232,8 @@ def _prefill_rate(row: Published, host: HostCosts) -> float:
         hash_offsets=np.arange(n + 1) * per, hash_values=np.arange(n * per, dtype=np.int64))
     requests = Requests(np.zeros(n), np.full(n, row.input_tokens, np.int64),
                         np.ones(n, np.int64), np.zeros(n, np.int16), **hashes)
-    run = _run(row, requests, design, host,
-               hash_block_tokens=block if row.kv_offload_gb else 0)
+    run = replay_run(row, requests, design, host,
+                     hash_block_tokens=block if row.kv_offload_gb else 0)
     return n * row.input_tokens / float(np.max(run.done_s))
 
 
@@ -242,20 +243,33 @@ def _cpu_tier_ttft(row: Published, host: HostCosts) -> float:
     return float(run.first_token_s[-1] - run.arrival_s[-1]) * 1e3
 
 
-def online_run(row: Published, host: HostCosts = VLLM_HOST, staggered: bool = False):
+#: How :func:`online_run` may start an online row's users: together (AIPerf's burst, the
+#: validation's replay), spread evenly over one request's time alone, or at random phases
+#: over it (seeded by :data:`ONLINE_PHASES_SEED`).
+STARTS = ("together", "even", "random")
+#: Seed of the random phases of ``start="random"`` (the study's; no source's).
+ONLINE_PHASES_SEED = 0
+
+
+def online_run(row: Published, host: HostCosts = VLLM_HOST, start: str = "together"):
     """The run behind an online row: ``row.users`` clients in a closed loop, no think time,
     ``row.requests`` requests of the row's lengths on the profile of the engine that measured
     it (its batch limits, scheduling and capacity policy: TensorRT-LLM's guaranteed no evict)
     with the client path as for any design. The users start together, as AIPerf's concurrency
-    mode sends them; ``staggered`` spreads their starts evenly over one request's time alone
-    instead (:func:`lone_request_s`, :func:`online_start_study`). The published figures rule
-    out a lockstep of all the users (:mod:`.lockstep_floor`); the spread is not sourced."""
+    mode sends them; ``start`` "even" spreads their first sends evenly over one request's time
+    alone instead (:func:`lone_request_s`), "random" at random phases over it
+    (:func:`online_start_study`). The published figures rule out a lockstep of all the users
+    (:mod:`.lockstep_floor`); neither spread is sourced."""
+    if start not in STARTS:
+        raise InputError(f"start: {start!r}; allowed: {', '.join(STARTS)}")
     n = row.requests
-    ramp_s = lone_request_s(row, host) if staggered and row.users > 1 else 0.0
+    ramp_s = lone_request_s(row, host) if start != "together" and row.users > 1 else 0.0
+    loop = ClosedLoop(row.users, ramp_s=ramp_s, ramp="random" if start == "random" else "even",
+                      seed=ONLINE_PHASES_SEED)
     requests = Requests(np.zeros(n), *online_lengths(row), np.zeros(n, np.int16),
-                        closed_loop=ClosedLoop(row.users, ramp_s=ramp_s))
+                        closed_loop=loop)
     engine_flags(row)                  # refuses an engine it does not know
-    return _run(row, requests, _online_design(row), host)
+    return replay_run(row, requests, online_design(row), host)
 
 
 #: Seed of an online row's drawn lengths (``spread`` > 0): the source's benchmark drew its own
@@ -280,7 +294,7 @@ def online_lengths(row: Published) -> tuple[np.ndarray, np.ndarray]:
             _lengths(row.output_tokens, row.spread, row.requests, 1))
 
 
-def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
+def _online(row: Published, host: HostCosts, start: str = "together") -> float:
     """An online row's figure from :func:`online_run`, every request counted, as the row's
     client computes it: TTFT per request and AIPerf's ITL per request ((end - first token) /
     (output tokens - 1)), or ``vllm-bench``'s ITL over every gap between two tokens of every
@@ -288,7 +302,7 @@ def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
     all its ``--request-count`` requests, with no warm-up:
     :data:`..published.rows._NIM_REQUESTS_PER_USER`). ``online_tok_s``: the output tokens over
     the time from the first send to the last end."""
-    run = online_run(row, host, staggered)
+    run = online_run(row, host, start)
     out = online_lengths(row)[1]
     if row.kind == "online_tok_s":
         return float(np.sum(out) / (np.max(run.done_s) - np.min(run.arrival_s)))
@@ -308,7 +322,9 @@ def _online(row: Published, host: HostCosts, staggered: bool = False) -> float:
     return float(stat(gaps)) * 1e3
 
 
-def _online_design(row: Published) -> Design:
+def online_design(row: Published) -> Design:
+    """The design an online row runs on: its model, GPUs, engine profile, graphs and dtype,
+    with the client path every design has."""
     return Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
                   cuda_graphs=row.cuda_graphs, dtype=row.dtype)
 
@@ -318,22 +334,22 @@ def lone_request_s(row: Published, host: HostCosts = VLLM_HOST) -> float:
     its send to its last token (the model's)."""
     one = Requests(np.zeros(1), np.array([row.input_tokens]), np.array([row.output_tokens]),
                    np.zeros(1, np.int16))
-    run = _run(row, one, _online_design(row), host)
+    run = replay_run(row, one, online_design(row), host)
     return float(run.done_s[0] - run.arrival_s[0])
 
 
 def online_start_study(rows: tuple[Published, ...] | None = None) -> dict[str, KindSummary]:
-    """NIM's online TTFT rows (``client`` aiperf) replayed twice: with the users starting
-    together (the validation's replay, as the rows' client runs) and with their starts spread
-    evenly over one request's time alone; ``{"together": ..., "staggered": ...}``, each the
-    online TTFT kind's summary. Shows how much of the TTFT lean is the lockstep of a
-    deterministic closed loop."""
+    """NIM's online TTFT rows (``client`` aiperf) replayed with each of :data:`STARTS`: the
+    users starting together (the validation's replay, as the rows' client runs), spread evenly
+    over one request's time alone, and at random phases over it; ``{start: summary}``, each
+    the online TTFT kind's. Shows how much of the TTFT lean is the lockstep of a deterministic
+    closed loop, and that no start alone gives the published figures."""
     rows = tuple(r for r in PUBLISHED if r.kind == "online_ttft" and r.client == "aiperf") \
         if rows is None else rows
     out = {}
-    for name, staggered in (("together", False), ("staggered", True)):
-        checks = [Check(r, _online(r, VLLM_HOST, staggered)) for r in rows]
-        out[name] = next(k for k in summarize(checks) if k.kind == "online TTFT")
+    for start in STARTS:
+        checks = [Check(r, _online(r, VLLM_HOST, start)) for r in rows]
+        out[start] = next(k for k in summarize(checks) if k.kind == "online TTFT")
     return out
 
 
