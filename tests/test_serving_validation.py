@@ -327,7 +327,9 @@ def test_the_start_is_not_why_the_rows_below_the_knee_run_fast():
     (queued,) = [o for o in out if o.error > 0]          # 150 users of 500 / 2,000 in
     assert queued.row.id == "nim-h100-70b-fp8-tp2-u150-500-2000-ttft" and queued.ttft_s > 2.0
     itl = [check(r) for r in PUBLISHED if r.kind == "online_itl" and r.client == "aiperf"]
-    assert all(c.within for c in itl)
+    alone = [check(r) for r in PUBLISHED if r.kind == "online_ttft" and r.client == "aiperf"
+             and r.users == 1]
+    assert len(itl) == 39 and len(alone) == 5 and all(c.within for c in itl + alone)
 
 
 def test_nims_rows_count_three_requests_a_user_every_one():
