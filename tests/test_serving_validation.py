@@ -313,7 +313,7 @@ def test_a_deterministic_closed_loop_keeps_its_collisions():
 def test_the_start_is_not_why_the_rows_below_the_knee_run_fast():
     # out of the loop (studies/online_arrivals.py): each row's requests arriving at random at
     # the rate its loop settles at, on the same design; 11 of the 12 rows below the knee still
-    # run 29-50% fast, 55-160 ms short of NIM's TTFT, while every online ITL row is in band
+    # run 28-50% fast, 55-160 ms short of NIM's TTFT, while every online ITL row is in band
     from schedatrix.serving.studies.online_arrivals import open_loop_ttft
 
     rows = [r for r in PUBLISHED if r.kind == "online_ttft" and r.client == "aiperf"
@@ -322,6 +322,9 @@ def test_the_start_is_not_why_the_rows_below_the_knee_run_fast():
     fast = [o for o in out if o.error < 0]
     assert len(fast) == 11
     assert -0.51 < min(o.error for o in fast) and max(o.error for o in fast) < -0.28
+    from schedatrix.serving.reports.decision_record import MODEL_TTFT_CAVEAT  # says so
+    low, high = (round(-100 * f(o.error for o in fast)) for f in (max, min))
+    assert f"moderate load ran {low}-{high}% short" in MODEL_TTFT_CAVEAT
     short_ms = [o.row.value - o.ttft_s * 1e3 for o in fast]
     assert 50 < min(short_ms) and max(short_ms) < 165
     (queued,) = [o for o in out if o.error > 0]          # 150 users of 500 / 2,000 in
