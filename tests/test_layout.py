@@ -28,7 +28,8 @@ ALLOWED = {
 #: neither below the rooms nor ``__init__`` sits on top of them all (``cli``, ``grading``).
 ROOMED = {
     "serving": {"rooms": ("load", "perf", "published", "replica", "cluster", "figures", "sim",
-                          "intake", "studies", "scenarios", "reports", "sweeps", "live"),
+                          "intake", "validation", "studies", "scenarios", "reports", "sweeps",
+                          "live"),
                 "loose": {"__init__", "numbers", "cli"}, "below": {"numbers"}},
     "course": {"rooms": ("figures", "drills", "apps"),
                "loose": {"__init__", "live", "progress"}, "below": {"live", "progress"}},

@@ -1000,7 +1000,7 @@ def test_15_the_tier_keeps_only_what_hbm_evicts():
 def test_15_the_copy_back_comes_early_against_vllms_measurement():
     # the validation's replay of vLLM's offloading post (docs/serving-validation.md)
     from schedatrix.serving.published.rows import PUBLISHED
-    from schedatrix.serving.studies.validation import check
+    from schedatrix.serving.validation.replay import check
     says("15", "the model's first token from the CPU tier comes 10-13% before the published one "
                "and its prefill 7-10% after, so what the tier saves comes out 18-26% too large "
                "(27.5 times against 21.9 at 100,000 tokens")
@@ -1019,8 +1019,8 @@ def test_15_the_copy_back_comes_early_against_vllms_measurement():
 
 
 def test_15_one_adapter_costs_little_against_s_loras_measurement():
-    # the saturated replay of S-LoRA's rows (studies/lora_regime.py, docs/serving-validation.md)
-    from schedatrix.serving.studies.lora_regime import MIX_MEAN_RANK, lora_regime_study
+    # the saturated replay of S-LoRA's rows (validation/lora_regime.py, docs/serving-validation.md)
+    from schedatrix.serving.validation.lora_regime import MIX_MEAN_RANK, lora_regime_study
     says("15", "with the server pushed past its capacity one adapter costs the model 3% of its "
                "throughput where it cost S-LoRA's engine 20%; the model's cost then grows with "
                "the distinct adapters a batch reads (21% at 200) where S-LoRA's stayed flat")

@@ -30,7 +30,7 @@ from schedatrix.serving.replica.knobs import SchedulerConfig
 from schedatrix.serving.replica.speculation import AcceptanceDraws, kept_blocks, lookahead_blocks
 from schedatrix.serving.sim.engine import simulate_fast
 from schedatrix.serving.sim.reference import simulate_reference
-from schedatrix.serving.studies.validation import check
+from schedatrix.serving.validation.replay import check
 
 BASE = PerfModel("llama-3.1-8b", "h100-80gb")
 SPECS = {"eagle": SpecDecode("eagle"), "ngram": SpecDecode("ngram", 4, 0.8),

@@ -25,7 +25,7 @@ from schedatrix.serving.published.lora_rows import LORA_PUBLISHED
 from schedatrix.serving.published.rows import PUBLISHED, UNREPLAYED
 from schedatrix.serving.published.spec_rows import SPEC_PUBLISHED, SPEC_UNREPLAYED, SpecPublished
 from schedatrix.serving.studies.capacity import goodput_capacity
-from schedatrix.serving.studies.validation import (
+from schedatrix.serving.validation.replay import (
     KINDS,
     LEAN_LIMIT,
     SHARE_AIM,
@@ -64,7 +64,7 @@ def test_every_row_of_tensorrt_llm_0_9s_page_for_the_catalog_is_taken():
 
 
 def test_every_row_names_the_engine_that_measured_it():
-    from schedatrix.serving.studies.validation import engine_flags
+    from schedatrix.serving.validation.replay import engine_flags
 
     for r in PUBLISHED:
         static, vllm_host = engine_flags(r)
@@ -101,7 +101,7 @@ def _draft_row(draft: str) -> SpecPublished:
 
 def test_a_draft_row_replays_its_draft_models_passes():
     from schedatrix.serving.perf.spec_decode import SpecPerfModel
-    from schedatrix.serving.studies.spec_validation import design_of, replay_spec
+    from schedatrix.serving.validation.spec import design_of, replay_spec
 
     row = _draft_row("llama-3.2-3b")
     small, large = replay_spec(row), replay_spec(_draft_row("llama-3.1-8b"))
@@ -136,7 +136,7 @@ def checks():
 
 
 def test_fitted_rows_are_out_and_one_setup_counts_once(checks):
-    from schedatrix.serving.studies.validation import tests
+    from schedatrix.serving.validation.replay import tests
 
     found = tests(list(checks.values()))
     assert not any(c.row.fitted for t in found for c in t.checks)
@@ -162,7 +162,7 @@ def _report(summaries) -> str:
 
 @pytest.fixture(scope="module")
 def summaries(checks):
-    from schedatrix.serving.studies.validation import summarize
+    from schedatrix.serving.validation.replay import summarize
 
     found = summarize(list(checks.values()))
     print("\n" + _report(found))          # the per-kind report (pytest -s shows it)
@@ -178,7 +178,7 @@ KNOWN_LEANS = {
                    "concurrency mode "
                    "sends them, and the deterministic closed loop keeps them in lockstep, so each "
                    "TTFT waits for a wave's whole prefill; 18 published means lie below the "
-                   "least a wave of all the users allows (studies/lockstep_floor), so the "
+                   "least a wave of all the users allows (validation/lockstep_floor), so the "
                    "measured runs were not in lockstep, but no source says what spread them. "
                    "Spread evenly over one request's time (online_start_study) the mean is +2% "
                    "with 46% in band, at random phases +8% with 49%: below the knee the rows "
@@ -232,7 +232,7 @@ def test_there_are_at_least_eight_online_rows(summaries):
 
 
 def test_a_lean_fails_even_with_every_row_in_band(checks):
-    from schedatrix.serving.studies.validation import Check, summarize
+    from schedatrix.serving.validation.replay import Check, summarize
 
     # every throughput row moved to 15% above its published figure: all in band, leaning +15%
     moved = [Check(c.row, c.row.value * 1.15) for c in checks.values()
@@ -260,7 +260,7 @@ def test_the_lockstep_start_is_most_of_the_online_ttft_lean():
     # the same rows replayed with the users' first sends spread over one request's time alone,
     # evenly or at random phases: the lean shrinks from about +233% to +2% and +8%, but neither
     # fits: the rows below the knee then run 20-60% fast, the four at the knee 2-3.5x slow
-    from schedatrix.serving.studies.validation import STARTS, online_start_study
+    from schedatrix.serving.validation.replay import STARTS, online_start_study
 
     study = online_start_study()
     assert tuple(study) == STARTS == ("together", "even", "random")
@@ -287,7 +287,7 @@ def test_the_lockstep_start_is_most_of_the_online_ttft_lean():
 def test_a_deterministic_closed_loop_keeps_its_collisions():
     # why no start fits: requests whose prefills once met finish their fixed-length decodes
     # together and meet again, so the loop never relaxes to what random arrivals would wait
-    from schedatrix.serving.studies.validation import online_run
+    from schedatrix.serving.validation.replay import online_run
 
     def waves(row_id, per_user, start):
         row = next(r for r in PUBLISHED if r.id == row_id)
@@ -311,10 +311,10 @@ def test_a_deterministic_closed_loop_keeps_its_collisions():
 
 
 def test_the_start_is_not_why_the_rows_below_the_knee_run_fast():
-    # out of the loop (studies/online_arrivals.py): each row's requests arriving at random at
+    # out of the loop (validation/online_arrivals.py): each row's requests arriving at random at
     # the rate its loop settles at, on the same design; 11 of the 12 rows below the knee still
     # run 28-50% fast, 55-160 ms short of NIM's TTFT, while every online ITL row is in band
-    from schedatrix.serving.studies.online_arrivals import open_loop_ttft
+    from schedatrix.serving.validation.online_arrivals import open_loop_ttft
 
     rows = [r for r in PUBLISHED if r.kind == "online_ttft" and r.client == "aiperf"
             and 25 <= r.users <= 150 and r.input_tokens in (200, 500, 1000)]
@@ -337,7 +337,7 @@ def test_the_start_is_not_why_the_rows_below_the_knee_run_fast():
 
 def test_nims_rows_count_three_requests_a_user_every_one():
     # NIM's sweep: aiperf --request-count $((C * 3)), no warm-up, the average over them all
-    from schedatrix.serving.studies.validation import online_run, replay
+    from schedatrix.serving.validation.replay import online_run, replay
 
     nim = [r for r in PUBLISHED if r.online and r.client == "aiperf"]
     assert len(nim) == 78 and all(r.requests == 3 * r.users for r in nim)
@@ -353,7 +353,7 @@ def test_vllms_post_is_replayed_with_its_spread_lengths_and_its_clients_statisti
     # every request sent at once), lengths within 15% of 20,000 / 2,000; median TTFT, median
     # of every pooled gap (bench serve's ITL), output tok/s; the one-request line at its ends
     from schedatrix.serving.figures.metrics import gap_quantiles
-    from schedatrix.serving.studies.validation import _lengths, online_run, replay
+    from schedatrix.serving.validation.replay import _lengths, online_run, replay
 
     post = [r for r in PUBLISHED if r.id.startswith("vllm-post-")]
     assert sorted(r.kind for r in post) == ["inter_token"] * 2 + [
@@ -401,7 +401,7 @@ def test_the_offloading_posts_figure_is_replayed_through_the_cpu_tier(checks):
     # prompt computed, and with its KV copied back from CPU memory; the replay serves the
     # prompt, pushes it out of HBM with other prompts, then serves it again
     from schedatrix.serving.published.offload_rows import FIGURE1_TTFT_MS
-    from schedatrix.serving.studies.validation import cpu_tier_run
+    from schedatrix.serving.validation.replay import cpu_tier_run
 
     rows = [r for r in PUBLISHED if r.id.startswith("vllm-offload-")]
     assert len(rows) == 10 + 6 + 2      # the copies read to within half their band: 50k to 100k
@@ -451,7 +451,7 @@ def test_the_replays_lockstep_holds_round_after_round(capsys):
     # u50-500-2000: the first wave's prompts take three 8,192-token steps; every long step
     # carries the running decodes, so the groups end about one decode step apart, come back
     # together and wait for the whole wave's prefill again
-    from schedatrix.serving.studies.validation import online_run
+    from schedatrix.serving.validation.replay import online_run
 
     row = next(r for r in PUBLISHED if r.id == "nim-h100-70b-fp8-tp2-u50-500-2000-ttft")
     run = online_run(row)
@@ -483,7 +483,7 @@ def test_the_published_means_rule_out_a_lockstep_wave():
     # (and of AIPerf's mean over 3 requests a user with the first wave sent at once)
     from schedatrix.serving.perf.catalog import gpu, model
     from schedatrix.serving.published.rows import _NIM_REQUESTS_PER_USER
-    from schedatrix.serving.studies.lockstep_floor import (
+    from schedatrix.serving.validation.lockstep_floor import (
         below_floors,
         counted_floor_ms,
         prefill_floor_ms,
@@ -507,7 +507,7 @@ def test_the_published_means_rule_out_a_lockstep_wave():
     # a true floor: every lone request and the replay's own first wave lie above it
     lone = [r for r in rows if r.users == 1]
     assert all(r.value > prefill_floor_ms(r) for r in lone)
-    from schedatrix.serving.studies.validation import replay
+    from schedatrix.serving.validation.replay import replay
 
     assert all(replay(r) > counted_floor_ms(r, 3) for r in counted)
     for bad in (0, 1.5, True, "3"):
@@ -567,7 +567,7 @@ def test_the_grouped_fp8_matmuls_follow_deepgemms_table():
     # DeepGEMM's FP8 table on an H800 (the H100 SXM's SMs and HBM), every row, against the
     # calibrated roofline run as the MoE model runs its experts: no constant fitted to it
     from schedatrix.serving.published.fp8_gemm import DEEPGEMM_H800, fp8_flops_share
-    from schedatrix.serving.studies.validation import gemm_checks
+    from schedatrix.serving.validation.replay import gemm_checks
 
     found = gemm_checks("h100-80gb")
     assert len(found) == len(DEEPGEMM_H800) == 28
@@ -619,7 +619,7 @@ def test_the_fit_is_not_the_test():
     # of vLLM leave their band (the fit is what brings them in, the rows then test it)
     import dataclasses
 
-    from schedatrix.serving.studies.validation import replay
+    from schedatrix.serving.validation.replay import replay
 
     row = next(r for r in TESTED if r.id == "vllm-ci-h100-8b-bs8")
     no_host = replay(row, dataclasses.replace(VLLM_HOST, step_s=0.0))
@@ -825,13 +825,13 @@ def test_serving_capacity_writes_what_its_out_promises(tmp_path):
 
 
 def test_s_loras_rows_miss_on_the_cost_of_serving_adapters_at_all():
-    """Why the LoRA kind leans, by runs that change the cause (studies/lora_regime.py): the
+    """Why the LoRA kind leans, by runs that change the cause (validation/lora_regime.py): the
     literal replay has room at 10 req/s, so with 1 to 50 adapters its ratio stays near 1.
     Offered 3 times the rate the server falls behind with and without adapters (5 times gives
     the same ratio), and the ratio is the adapters' cost alone: one adapter costs the model 3%
     against S-LoRA's 20%, while at S-LoRA's mean rank the model's cost grows with the distinct
     adapters to the published 22% at 200. S-LoRA's ratios are flat in N; the model's fall."""
-    from schedatrix.serving.studies.lora_regime import MIX_MEAN_RANK, lora_regime_study
+    from schedatrix.serving.validation.lora_regime import MIX_MEAN_RANK, lora_regime_study
 
     rows = {r.row.adapters: r for r in lora_regime_study(rank=MIX_MEAN_RANK)}
     padded = {r.row.adapters: r for r in lora_regime_study()}

@@ -46,7 +46,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from schedatrix.serving.perf import host
-    from schedatrix.serving.studies import validation
+    from schedatrix.serving.validation import replay as validation
 
     step = validation.calibrate("step_s")
     # the dispatch row runs with the fitted step time

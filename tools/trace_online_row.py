@@ -4,7 +4,7 @@ user, send, first token and end, in the order sent (docs/serving-validation.md, 
     .venv/bin/python tools/trace_online_row.py nim-h100-70b-fp8-tp2-u50-500-2000-ttft [--first N]
         [--start together|even|random] [--per-user N]
 
-``--start``: how the users' first sends are spread (studies.validation.STARTS; the row's replay
+``--start``: how the users' first sends are spread (validation.replay.STARTS; the row's replay
 starts them together); ``--per-user N``: N requests a user instead of the row's, to see the
 loop's steady state. It ends with the mean TTFT of each wave (the next ``users`` requests
 sent: request i is the i-th sent).
@@ -20,7 +20,7 @@ import numpy as np
 
 from schedatrix.errors import InputError
 from schedatrix.serving.published.rows import PUBLISHED
-from schedatrix.serving.studies.validation import STARTS, online_lengths, online_run, replay
+from schedatrix.serving.validation.replay import STARTS, online_lengths, online_run, replay
 
 
 def main(argv: list[str] | None = None) -> int:

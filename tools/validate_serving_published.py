@@ -33,7 +33,7 @@ def table(checks: list | None = None) -> str:
     from schedatrix.serving.published.lora_rows import LORA_UNREPLAYED
     from schedatrix.serving.published.rows import UNREPLAYED
     from schedatrix.serving.published.spec_rows import SPEC_UNREPLAYED
-    from schedatrix.serving.studies.validation import (
+    from schedatrix.serving.validation.replay import (
         LEAN_LIMIT,
         SHARE_AIM,
         kind_of,

@@ -5,8 +5,9 @@ lengths, replay, fit), ``perf`` (catalog, kernels, the calibrated performance mo
 (a scheduler's knobs, the paged KV cache), ``cluster`` (designs, routing, admission, faults),
 ``figures`` (a run's record, its metrics, recovery), ``sim`` (the reference and the fast
 simulator, one run), then the harness around it: ``intake`` (TOML tables, memory footprint),
-``studies`` (verdicts over runs, comparisons, capacity, acceptance, placement, queueing,
-validation), ``scenarios`` (scenario and grid files), ``reports`` (tables, Markdown, the
-decision record) and ``sweeps`` (a grid's points, locally or on Ray). ``cli`` is ``schedatrix
-serving``; ``numbers`` checks the numbers a knob takes.
+``validation`` (the published measurements replayed, and why rows miss), ``studies`` (verdicts
+over runs, comparisons, capacity, acceptance, placement, queueing), ``scenarios`` (scenario
+and grid files), ``reports`` (tables, Markdown, the decision record) and ``sweeps`` (a grid's
+points, locally or on Ray). ``cli`` is ``schedatrix serving``; ``numbers`` checks the numbers
+a knob takes.
 """

@@ -7,7 +7,7 @@ SMs, FP8 peak and HBM) gives 590 to 1,358 TFLOP/s for its compute-bound shapes (
 rows a group), 30% to 69% of the 1,979 TFLOP/s peak, median 55% (:func:`fp8_flops_share`).
 The model does not use that share: docs/serving-calibration.md (FP8) shows what it would move
 (the H200's FP8 throughput rows into band, the H100's FP8 prefills out) and why it is not
-shipped. ``studies.validation.gemm_checks`` holds the roofline to every row of the table.
+shipped. ``validation.replay.gemm_checks`` holds the roofline to every row of the table.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ SLORA_BASE_RPS = 9.6412283365101
 _ENGINE_MISS = ("vLLM 0.10's profile, replayed for S-LoRA's engine, has room at 10 req/s with "
                 "or without adapters (S-LoRA's base model kept up, mean first token 0.92 s; its "
                 "runs with adapters fell behind, 26-37 s), so with 1 to 50 adapters the literal "
-                "replay's ratio stays within 1.5% of 1. Saturated (studies/lora_regime.py: 3 x "
+                "replay's ratio stays within 1.5% of 1. Saturated (validation/lora_regime.py: 3 x "
                 "the rate, where the ratio no longer moves), one adapter costs the model 3% of "
                 "its throughput against S-LoRA's 20%; the model's cost grows with the distinct "
                 "adapters a batch reads (21% at 200 adapters of S-LoRA's mean rank, the "

@@ -1,7 +1,7 @@
 """Published measurements of real deployments the performance model is held to: facts carried
 over from their sources (each row names its address), none measured here.
 
-Each row is a setup the simulator can replay (:mod:`schedatrix.serving.studies.validation`):
+Each row is a setup the simulator can replay (:mod:`schedatrix.serving.validation.replay`):
 
 - ``first_token``: ``batch`` prompts of ``input_tokens`` at once, one output token each; the
   figure is the time to the first token (milliseconds);
@@ -42,7 +42,7 @@ ratio); it takes nothing out of the count.
 
 ``engine`` names the profile of the engine that measured the row (``vllm-0.10``,
 ``tensorrt-llm``, ...; by default from ``framework``); ``framework`` is the project, shown in the
-row's setup. ``studies.validation.engine_flags`` turns the engine into the simulator's settings:
+row's setup. ``validation.replay.engine_flags`` turns the engine into the simulator's settings:
 vLLM's rows run vLLM's host time per iteration (:mod:`.host`); TensorRT-LLM's static rows
 (``tensorrt-llm-0.9``: its performance page; ``tensorrt-llm``: its quantization blog's fixed
 batch) and ``lmdeploy-0.1``'s are C++ sessions running a static batch with no scheduler between

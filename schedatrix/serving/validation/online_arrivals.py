@@ -19,7 +19,7 @@ import numpy as np
 from ..load.requests import Requests
 from ..perf.host import VLLM_HOST
 from ..published.rows import Published
-from .validation import online_design, online_run, replay_run
+from .replay import online_design, online_run, replay_run
 
 __all__ = ["OpenLoop", "loop_rate_rps", "open_loop_ttft", "OPEN_LOOP_REQUESTS",
            "OPEN_LOOP_WARMUP", "OPEN_LOOP_SEED"]

@@ -10,7 +10,8 @@ host: ``calibrate("step_s")`` (the host's time per iteration) and ``calibrate("d
 the command line does (``Design.perf``, the fit's host costs passed in).
 
 ``online_start_study()`` replays NIM's online TTFT rows (AIPerf's closed loop) with the users
-starting together (as AIPerf's concurrency mode does, the validation's replay) and staggered;
+starting together (as AIPerf's concurrency mode does, the validation's replay), spread evenly
+and at random phases (:data:`STARTS`);
 ``gemm_checks()`` holds the matmul roofline to DeepGEMM's FP8 table
 (:mod:`..published.fp8_gemm`).
 """
@@ -39,7 +40,7 @@ from ..published.rows import PUBLISHED, Published
 from ..published.spec_rows import SPEC_PUBLISHED
 from ..replica.lora import ADAPTER_META
 from ..sim.engine import simulate_fast
-from .spec_validation import is_spec, replay_spec
+from .spec import is_spec, replay_spec
 
 __all__ = ["Check", "check", "validate", "replay", "calibrate", "calibrating", "engine_flags",
            "KINDS", "kind_of", "KindSummary", "Test", "tests", "summarize", "LEAN_LIMIT",

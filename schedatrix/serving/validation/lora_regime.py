@@ -28,7 +28,7 @@ from ..numbers import check_real
 from ..perf.host import VLLM_HOST
 from ..published.lora_rows import LORA_PUBLISHED, LoraPublished
 from ..replica.lora import LORA_RANKS
-from .validation import lora_ratio
+from .replay import lora_ratio
 
 __all__ = ["RegimeRow", "lora_regime_study", "SATURATING_SCALE", "MIX_MEAN_RANK"]
 
