@@ -125,6 +125,16 @@ def test_chat_and_a_closed_loop_of_users(emu, tmp_path):
     assert per[2]["sent_s"] >= first_end + 0.1 - 0.01
 
 
+def test_a_closed_loops_ramp_spreads_its_first_sends_as_the_simulator_does(emu, tmp_path):
+    # ramp_s = 1 s, even: user k's first request (request k) leaves at k / 3 s, as in a run
+    scenario = tmp_path / "ramp.toml"
+    scenario.write_text('[load]\nusers = 3\nramp_s = 1.0\nrequests = 3\n'
+                        'input_len = 50\noutput_len = 5\n')
+    data = _json("serving", "bench", emu.url, str(scenario), "--model", "llama-3.1-8b")
+    sent = [r["sent_s"] for r in data["requests"][0]]
+    assert sent == pytest.approx([0.0, 1 / 3, 2 / 3], abs=0.08)
+
+
 def test_a_request_past_its_timeout_is_an_error(emu):
     data = _json("serving", "bench", emu.url, "--rate", "5", "--requests", "4",
                  "--output-len", "300", "--timeout", "0.5")

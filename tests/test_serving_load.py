@@ -275,6 +275,38 @@ def test_closed_loop_record():
         Load(rate_rps=2.0, closed_loop=ClosedLoop(4))
 
 
+def test_a_closed_loops_first_sends_spread_over_its_ramp_from_a_scenario():
+    from schedatrix.serving.cluster.deployment import Design
+    from schedatrix.serving.scenarios.scenario import scenario_from_dict
+    from schedatrix.serving.sim.simulate import simulate
+
+    def load(**extra):
+        return scenario_from_dict({"load": {"users": 4, "requests": 8, "input_len": 100,
+                                            "output_len": 10, **extra}}).load
+
+    assert load().closed_loop == ClosedLoop(4)                 # at once, as before
+    even = load(ramp_s=2.0)
+    assert even.closed_loop == ClosedLoop(4, ramp_s=2.0)
+    assert "first sends over 2 s (even)" in even.describe()
+    random = load(ramp_s=2.0, ramp="random")
+    # each seed draws its own phases, the same on every machine; the lengths do not move
+    a, b, c = (generate(random, seed, requests=8) for seed in (1, 1, 2))
+    assert a.closed_loop == b.closed_loop != c.closed_loop
+    assert np.array_equal(a.input_tokens, generate(even, 1, requests=8).input_tokens)
+    design = Design(model="llama-3.1-8b", gpu="h100-80gb")
+    sent = simulate(a, design).arrival_s[:4]
+    assert np.allclose(sent, a.closed_loop.first_sends_s(4)) and sent.max() < 2.0
+    assert np.allclose(simulate(generate(even, 1, requests=8), design).arrival_s[:4],
+                       [0.0, 0.5, 1.0, 1.5])
+    for bad, match in (({"ramp": "wave"}, "ramp: 'wave'; allowed: even, random"),
+                       ({"ramp_s": -1}, "ramp_s"), ({"ramp_s": "1"}, "ramp_s")):
+        with pytest.raises(InputError, match=match):
+            load(**bad)
+    for key, value in (("ramp_s", 1.0), ("ramp", "random"), ("think_s", 1.0)):
+        with pytest.raises(InputError, match=f"{key} needs users"):
+            scenario_from_dict({"load": {"rate": 1.0, "requests": 8, key: value}})
+
+
 # ---------------------------------------------------------------- determinism
 
 def test_same_seed_same_requests_and_streams_are_separate():

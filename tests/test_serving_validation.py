@@ -469,6 +469,8 @@ def test_the_replays_lockstep_holds_round_after_round(capsys):
     out = capsys.readouterr().out
     assert "0.567" in out and "mean TTFT over all 150 requests" in out
     assert "mean TTFT of each wave (50 requests in the order sent)" in out
+    assert np.array_equal(run.user[:row.users], np.arange(row.users))   # user u sends request u
+    assert sorted(np.bincount(run.user)) == [3] * row.users               # 3 requests a user
     assert main([row.id, "--first", "1", "--start", "random", "--per-user", "2"]) == 0
     out = capsys.readouterr().out
     assert "100 requests" in out and "the row's figure" not in out   # not the row's replay

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'request':>7} {'user':>4} {'in':>6} {'out':>6} {'sent s':>9} {'first s':>9} "
           f"{'TTFT ms':>9} {'end s':>9}")
     for i in np.argsort(run.arrival_s, kind="stable")[:args.first]:
-        print(f"{i:7d} {i % row.users:4d} {inp[i]:6d} {out[i]:6d} {run.arrival_s[i]:9.3f} "
+        print(f"{i:7d} {run.user[i]:4d} {inp[i]:6d} {out[i]:6d} {run.arrival_s[i]:9.3f} "
               f"{run.first_token_s[i]:9.3f} {ttft_ms[i]:9.1f} {run.done_s[i]:9.3f}")
     print(f"mean TTFT over all {len(ttft_ms)} requests: {ttft_ms.mean():,.1f} ms; median "
           f"{np.median(ttft_ms):,.1f} ms")

@@ -83,7 +83,8 @@ class Run:
     With LoRA adapters, ``lora_loads`` counts admissions whose adapter was (resident, copied
     from host memory, read from disk), ``lora_load_s`` the seconds the loads added to
     iterations, ``lora_kernel_s`` those of the batched LoRA kernels, ``lora_skips`` the times
-    admission passed over a request waiting for a slot.
+    admission passed over a request waiting for a slot. Under a closed loop, ``user`` is the
+    user who sent each request (None otherwise).
     """
 
     requests: Requests
@@ -111,3 +112,4 @@ class Run:
     lora_skips: int = 0
     link_busy_s: float = 0.0
     implementation: str = ""
+    user: np.ndarray | None = None

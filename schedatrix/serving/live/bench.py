@@ -239,18 +239,21 @@ class Bench:
     async def _closed(self, client) -> None:
         loop = self.requests.closed_loop
         n = len(self.requests)
-        nxt = iter(range(n))
+        first = min(loop.users, n)
+        nxt = iter(range(first, n))       # later requests: to whichever user is free first
         think = loop.think_s / self.time_scale
 
-        async def user():
-            first = True
+        async def user(k: int, start_s: float):
+            if start_s > 0:               # the loop's ramp: user k's first send, request k
+                await asyncio.sleep(start_s / self.time_scale)
+            await self.one(client, k)
             for i in nxt:
-                if not first and think > 0:
+                if think > 0:
                     await asyncio.sleep(think)
-                first = False
                 await self.one(client, i)
 
-        self._tasks = [asyncio.create_task(user()) for _ in range(min(loop.users, n))]
+        self._tasks = [asyncio.create_task(user(k, s))
+                       for k, s in enumerate(loop.first_sends_s(first))]
         await asyncio.gather(*self._tasks)
 
     async def _scrape(self, client) -> None:

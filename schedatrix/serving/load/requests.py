@@ -37,7 +37,8 @@ DEFAULT_CLASS = SLOClass()
 @dataclass(frozen=True)
 class ClosedLoop:
     """Closed-loop concurrency: ``users`` users, each sending its next request ``think_s``
-    seconds after its previous one ends (request i belongs to user i % users). ``ramp_s``
+    seconds after its previous one ends (user u's first request is request u; each later one
+    goes to the user whose request just ended, so request i is the i-th sent). ``ramp_s``
     spreads the users' first requests over that many seconds: ``ramp`` "even" sends user u's
     at ``u * ramp_s / users`` (0 s: all at once, AIPerf's and genai-perf's concurrency mode;
     AIPerf's ``--concurrency-ramp-duration`` and vLLM ``bench serve``'s ``--ramp-up-strategy``

@@ -41,7 +41,7 @@ __all__ = ["Load", "Tenant", "generate", "DEFAULT_INPUT_LEN", "DEFAULT_OUTPUT_LE
 DEFAULT_INPUT_LEN = Fixed(1024)
 DEFAULT_OUTPUT_LEN = Fixed(128)
 #: Random-stream purposes (the first word of each generator's spawn key). Never renumber.
-_ARRIVALS, _INPUT, _OUTPUT, _CLASSES, _PAIRS = 1, 2, 3, 4, 5
+_ARRIVALS, _INPUT, _OUTPUT, _CLASSES, _PAIRS, _PHASES = 1, 2, 3, 4, 5, 6
 
 
 def _lengths(owner: str, input_len, output_len, pairs, default: bool):
@@ -112,7 +112,7 @@ class Load:
     input_len, output_len : length specs (grammar in ``lengths.py``), or ``pairs``
     classes : SLO classes of the shared stream (or closed loop, or replay); shares sum to 1
     tenants : classes with their own arrival process, merged with the shared stream by time
-    closed_loop : ClosedLoop(users, think_s) instead of an arrival process
+    closed_loop : ClosedLoop(users, think_s, ramp_s, ramp) instead of an arrival process
     trace, speed : replay a trace file (any format the audit reads), ``speed`` x faster
     max_input_tokens, max_output_tokens : caps for drawn lengths (None: no cap)
     """
@@ -240,8 +240,9 @@ class Load:
             return f"replay of {Path(self.trace).name}{speed}"
         parts = []
         if self.closed_loop is not None:
-            parts.append(f"closed loop, {self.closed_loop.users} users, think "
-                         f"{self.closed_loop.think_s:g} s")
+            c = self.closed_loop
+            ramp = f", first sends over {c.ramp_s:g} s ({c.ramp})" if c.ramp_s else ""
+            parts.append(f"closed loop, {c.users} users, think {c.think_s:g} s{ramp}")
         if self.rate_rps is not None:
             parts.append(_stream_text(self.arrivals))
         lengths = _length_text(self)
@@ -329,10 +330,14 @@ def generate(load: Load, seed: int = 0, requests: int | None = None,
                              "a --duration depends on the service times, which the simulator "
                              "decides")
         inp, out = _draw_lengths(load, load, requests, seed, 0)
+        loop = load.closed_loop
+        if loop.ramp == "random":      # each seed its own phases, a stream of their own
+            state = np.random.SeedSequence(seed, spawn_key=(_PHASES, 0)).generate_state(1)
+            loop = dataclasses.replace(loop, seed=int(state[0]))
         return Requests(np.zeros(requests), inp, out,
                         _draw_classes(load.classes, requests, _rng(seed, _CLASSES, 0)),
                         classes=load.classes, synthetic=True,
-                        source=f"synthetic: {load.describe()}", closed_loop=load.closed_loop,
+                        source=f"synthetic: {load.describe()}", closed_loop=loop,
                         meta=meta)
     parts = []  # (times, class ids, input, output) per stream
     if load.rate_rps is not None:

@@ -79,8 +79,8 @@ __all__ = ["Grid", "Task", "load_grid", "grid_from_dict", "GRID_LOAD_KEYS"]
 _SCENARIO_KEYS = {"load", "classes", "defaults", "designs", "acceptance", "simulator"}
 #: Load keys a grid may sweep (a scenario's ``[load]`` keys but ``bursts``).
 GRID_LOAD_KEYS = ("rate", "burstiness", "requests", "duration", "input_len", "output_len",
-                  "lengths_from", "trace", "speed", "users", "think_s", "max_input_tokens",
-                  "max_output_tokens")
+                  "lengths_from", "trace", "speed", "users", "think_s", "ramp_s", "ramp",
+                  "max_input_tokens", "max_output_tokens")
 #: Design knobs the design's automatic name already shows.
 _IN_LABEL = {"tp", "pp", "replicas", "prefill_replicas", "decode_replicas", "router"}
 #: A probe that every GPU holds, to tell a point that cannot hold its model from a bad value.

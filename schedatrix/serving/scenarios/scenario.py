@@ -9,7 +9,8 @@ input_len = "lognormal:1000,0.8"     # N | uniform:A-B | lognormal:MEDIAN,SIGMA 
 output_len = "lognormal:150,0.7"
 # lengths_from = "trace.csv"         # draw (input, output) pairs from a trace instead
 # trace = "trace.csv"; speed = 1.0   # replay a trace (any format the audit reads)
-# users = 32; think_s = 2.0          # closed loop
+# users = 32; think_s = 2.0          # closed loop (all users send at once, as AIPerf's
+# ramp_s = 30; ramp = "random"       #  concurrency mode; or first sends spread over ramp_s
 # [[load.bursts]]  start_s = 60, end_s = 120, multiplier = 3
 
 [[classes]]                 # SLO classes: share of the traffic, priority (0 first), thresholds
@@ -86,7 +87,7 @@ from ..intake.toml_tables import file_path, read_toml, table, tables, unknown
 from ..load.arrivals import Burst
 from ..load.lengths import PairedLengths
 from ..load.replay import replay
-from ..load.requests import ClosedLoop, Requests, SLOClass
+from ..load.requests import RAMPS, ClosedLoop, Requests, SLOClass
 from ..load.workload import Load, Tenant, generate
 from ..numbers import check_int, check_real
 from ..perf.catalog import MODELS
@@ -101,7 +102,7 @@ __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "DEMO_LOAD"]
 DEMO_LOAD = {"rate": 4.0, "requests": 2000, "input_len": "1024", "output_len": "128"}
 
 _LOAD_KEYS = {"rate", "burstiness", "requests", "duration", "input_len", "output_len",
-              "lengths_from", "trace", "speed", "users", "think_s", "bursts",
+              "lengths_from", "trace", "speed", "users", "think_s", "ramp_s", "ramp", "bursts",
               "max_input_tokens", "max_output_tokens"}
 _CLASS_KEYS = {"name", "share", "priority", "ttft_s", "tpot_s", "rate", "burstiness",
                "input_len", "output_len"}
@@ -311,11 +312,19 @@ def _load(t: dict, classes, tenants, base, where):
             pairs = replay(file_path(t["lengths_from"], base, "lengths_from", where))
             kw["pairs"] = PairedLengths.from_requests(pairs)
         if "users" in t:
+            ramp = t.get("ramp", "even")
+            if ramp not in RAMPS:
+                raise InputError(f"ramp: {ramp!r}; allowed: {', '.join(RAMPS)}")
             kw["closed_loop"] = ClosedLoop(check_int("users", t["users"], 1, 10_000_000),
                                            check_real("think_s", t.get("think_s", 0.0), 0.0,
-                                                      1e9))
-        elif "think_s" in t:
-            raise InputError("think_s needs users (a closed loop)")
+                                                      1e9),
+                                           ramp_s=check_real("ramp_s", t.get("ramp_s", 0.0),
+                                                             0.0, 1e9),
+                                           ramp=ramp)
+        else:
+            for key in ("think_s", "ramp_s", "ramp"):
+                if key in t:
+                    raise InputError(f"{key} needs users (a closed loop)")
         if "trace" in t:
             kw["trace"] = file_path(t["trace"], base, "trace", where)
             if "speed" in t:

@@ -635,6 +635,8 @@ class Cluster:
             lora_skips=sum(e.lora_skips for e in engines),
             link_busy_s=self.link_busy,
             implementation=self.implementation,
+            user=(np.frombuffer(self.session, dtype=np.int64).copy()
+                  if self.closed is not None else None),
         )
         run.retries = np.frombuffer(self.attempts, dtype=np.int64)
         run.retried = self.retried
