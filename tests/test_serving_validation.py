@@ -327,6 +327,8 @@ def test_the_start_is_not_why_the_rows_below_the_knee_run_fast():
     assert f"moderate load ran {low}-{high}% short" in MODEL_TTFT_CAVEAT
     short_ms = [o.row.value - o.ttft_s * 1e3 for o in fast]
     assert 50 < min(short_ms) and max(short_ms) < 165
+    with pytest.raises(InputError, match="is not an online TTFT row"):
+        open_loop_ttft(next(r for r in PUBLISHED if r.kind == "online_itl"))
     (queued,) = [o for o in out if o.error > 0]          # 150 users of 500 / 2,000 in
     assert queued.row.id == "nim-h100-70b-fp8-tp2-u150-500-2000-ttft" and queued.ttft_s > 2.0
     itl = [check(r) for r in PUBLISHED if r.kind == "online_itl" and r.client == "aiperf"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import InputError
 from ..load.requests import Requests
 from ..perf.host import VLLM_HOST
 from ..published.rows import Published
@@ -60,6 +61,9 @@ def loop_rate_rps(row: Published) -> float:
 def open_loop_ttft(row: Published) -> OpenLoop:
     """The row's requests (its fixed lengths) arriving as a Poisson process at
     :func:`loop_rate_rps`, on the row's design: their mean TTFT after the warm-up."""
+    if not isinstance(row, Published) or row.kind != "online_ttft":
+        raise InputError(f"row: {getattr(row, 'id', row)!r} is not an online TTFT row "
+                         "(kind online_ttft)")
     rate = loop_rate_rps(row)
     n = OPEN_LOOP_REQUESTS
     gaps = np.random.default_rng(OPEN_LOOP_SEED).exponential(1.0 / rate, n)
