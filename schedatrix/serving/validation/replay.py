@@ -130,6 +130,13 @@ def _profile(row: Published) -> str:
     return row.engine if row.engine in ENGINES else "vllm-0.10"
 
 
+def _row_design(row: Published, **knobs) -> Design:
+    """The design ``row`` replays on: its model, GPUs, engine profile, CUDA graphs and dtype,
+    and ``knobs`` beside them."""
+    return Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
+                  cuda_graphs=row.cuda_graphs, dtype=row.dtype, **knobs)
+
+
 def _span(row: Published, host: HostCosts):
     """(seconds until the batch's last request ends, the run, the design) of ``row``'s batch
     arriving at once."""
@@ -139,11 +146,10 @@ def _span(row: Published, host: HostCosts):
     static = engine_flags(row)[0]      # a static batch: every prompt in one step
     # a static session (gptSessionBenchmark, TurboMind's) has no scheduler to overlap with the
     # GPU: synchronous, its host time zeroed by _host; a vLLM row runs its own profile's default
-    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, max_batch=max(n, 1),
-                    max_batched_tokens=max(n * row.input_tokens, 8192) if static else None,
-                    chunked_prefill=not static, cuda_graphs=row.cuda_graphs, dtype=row.dtype,
-                    engine=_profile(row), client_path="none",
-                    async_scheduling=False if static else None)
+    design = _row_design(row, max_batch=max(n, 1),
+                         max_batched_tokens=max(n * row.input_tokens, 8192) if static else None,
+                         chunked_prefill=not static, client_path="none",
+                         async_scheduling=False if static else None)
     run = replay_run(row, requests, design, host, "of the batch ")
     return float(np.max(run.done_s)), run, design
 
@@ -176,9 +182,7 @@ def lora_ratio(row: LoraPublished, host: HostCosts = VLLM_HOST) -> float:
                             meta={ADAPTER_META: adapter} if n else {})
         lora = dict(lora_adapters=n, lora_rank=row.rank, max_loras=n, max_cpu_loras=n,
                     lora_targets=row.targets) if n else {}
-        design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=row.engine,
-                        cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none",
-                        **lora)
+        design = _row_design(row, client_path="none", **lora)
         run = replay_run(row, requests, design, host)
         rps.append(len(requests) / float(np.max(run.done_s)))
     return rps[0] / rps[1]
@@ -195,14 +199,12 @@ def cpu_tier_run(row: Published, host: HostCosts = VLLM_HOST):
     """The run behind a ``cpu_tier_ttft`` row: its prompt alone (1 token out), then prompts of
     other text, one at a time, until together they outgrow HBM's KV cache, so that the
     prompt's blocks are pushed out into the CPU tier (least recently used first), then the
-    prompt again, alone; prefix caching on in 16-token blocks, no client path (the source
-    times the engine with tokenization off). The last request is the row's."""
-    block = 16
-    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
-                    cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none",
-                    kv_offload_gb=CPU_TIER_GB)
+    prompt again, alone; prefix caching on in the design's 16-token blocks, no client path (the
+    source times the engine with tokenization off). The last request is the row's."""
+    design = _row_design(row, client_path="none", kv_offload_gb=CPU_TIER_GB)
+    block = design.block_tokens
     built = build(design, hash_block_tokens=block)      # to size the prompts that push it out
-    hbm = built.kv_blocks_per_replica * design.block_tokens
+    hbm = built.kv_blocks_per_replica * block
     filler = min(_FILLER_TOKENS, built.config.max_model_len - 1)   # each fits the context
     fillers = hbm // filler + 2                          # together more than HBM holds
     lengths = [row.input_tokens] + [filler] * fillers + [row.input_tokens]
@@ -224,10 +226,9 @@ def _prefill_rate(row: Published, host: HostCosts) -> float:
     """Prompt tokens a second of ``row.batch`` prompts sent at once, one output token each, no
     client path; with ``row.kv_offload_gb`` a CPU tier of that size, the prompts each of its own
     text (prefix caching on, so the tier is looked in, and nothing is found)."""
-    n, block = row.batch, 16
-    design = Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
-                    cuda_graphs=row.cuda_graphs, dtype=row.dtype, client_path="none",
-                    kv_offload_gb=row.kv_offload_gb)
+    n = row.batch
+    design = _row_design(row, client_path="none", kv_offload_gb=row.kv_offload_gb)
+    block = design.block_tokens                  # prefix-cache hashes of the design's blocks
     per = row.input_tokens // block
     hashes = {} if not row.kv_offload_gb else dict(
         hash_offsets=np.arange(n + 1) * per, hash_values=np.arange(n * per, dtype=np.int64))
@@ -326,8 +327,7 @@ def _online(row: Published, host: HostCosts, start: str = "together") -> float:
 def online_design(row: Published) -> Design:
     """The design an online row runs on: its model, GPUs, engine profile, graphs and dtype,
     with the client path every design has."""
-    return Design(model=row.model, gpu=row.gpu, tp=row.tp, engine=_profile(row),
-                  cuda_graphs=row.cuda_graphs, dtype=row.dtype)
+    return _row_design(row)
 
 
 def lone_request_s(row: Published, host: HostCosts = VLLM_HOST) -> float:
