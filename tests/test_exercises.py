@@ -1066,6 +1066,32 @@ def test_a_grader_told_to_stop_leaves_nothing_in_tmp(tmp_path):
     assert left == []
 
 
+def test_a_run_started_after_the_stop_ends_as_it_starts():
+    """The stop can land between a run's folders and its process (end_all then finds no
+    process to end): the run that starts afterwards ends at once instead of running the whole
+    notebook; a grading that begins later starts its runs again."""
+    import time
+
+    from schedatrix.classroom.grader.sandbox import Launch, allow_runs, end, end_all
+
+    sleeper = Launch(["sleep", "30"], {"PATH": "/usr/bin:/bin"}, "/", ())
+    try:
+        end_all()
+        started = time.monotonic()
+        process = sleeper.start()
+        assert process.wait(timeout=10) != 0
+        assert time.monotonic() - started < 5
+        end(process)
+    finally:
+        allow_runs()
+    process = sleeper.start()
+    try:
+        time.sleep(0.3)
+        assert process.poll() is None        # runs again once a grading begins
+    finally:
+        end(process)
+
+
 def test_a_grader_killed_outright_is_swept_by_the_next(tmp_path):
     import signal
 

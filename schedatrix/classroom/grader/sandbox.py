@@ -48,7 +48,8 @@ from ...errors import InputError
 from .memory_bound import Bound, bound_for
 
 __all__ = ["KINDS", "REAL", "Limits", "Sandbox", "Launch", "choose", "probe", "unreadable_for",
-           "package_dir", "end", "end_all", "over_memory", "leftover_prefix", "sweep_leftovers"]
+           "package_dir", "end", "end_all", "allow_runs", "over_memory", "leftover_prefix",
+           "sweep_leftovers"]
 
 KINDS = ("bubblewrap", "setuid", "none")
 #: The kinds that are sandboxes (``auto`` picks only these).
@@ -146,18 +147,26 @@ class Launch:
                     os.close(fd)
         with _LIVE_LOCK:
             _LIVE.add(process)
+            stopping = _STOPPING.is_set()
         if self.bound is not None:
             def kill() -> None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
 
             self.bound.watch(process.pid, self.uid, kill)
+        if stopping:     # told to stop while this run was being set up: it ends at once
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         return process
 
 
 #: The sandboxed runs under way in this process (:func:`end_all` ends them at once).
 _LIVE: set[subprocess.Popen] = set()
 _LIVE_LOCK = threading.Lock()
+#: Set by :func:`end_all`: a run started after it is ended as it starts (a stop that lands
+#: between a run's folders and its process must not wait for the whole notebook); cleared
+#: by :func:`allow_runs` when a grading begins.
+_STOPPING = threading.Event()
 #: The temporary folders a grader makes: ``schedatrix-<what>-<grader's pid>-...``.
 _LEFTOVER = re.compile(r"^schedatrix-(answer-free|evaluate|grade|probe)-(\d+)-")
 
@@ -199,10 +208,16 @@ def end_all() -> None:
     """End every sandboxed run of this process now (the grader is told to stop): each one's
     waits then end at once, and its folders are removed as it unwinds."""
     with _LIVE_LOCK:
+        _STOPPING.set()
         live = list(_LIVE)
     for process in live:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def allow_runs() -> None:
+    """A grading begins: runs start again after an earlier :func:`end_all`."""
+    _STOPPING.clear()
 
 
 def end(process: subprocess.Popen, grace_s: float = 0.0, bound: Bound | None = None) -> int:
