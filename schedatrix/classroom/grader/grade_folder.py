@@ -129,7 +129,11 @@ def grade_folder(root: Path | str, exercise: str | None = None, jobs: int = 1,
         return grade
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, handed_in))
+        try:
+            return list(pool.map(one, handed_in))
+        except BaseException:    # told to stop: the notebooks not begun are never begun
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def _positive(name: str, low: int = 1):
