@@ -12,8 +12,9 @@ new KV block at each phase of the block size), so an ordinary iteration costs O(
 decoders.
 
 An arrival in the middle of a stretch cuts it at the first iteration boundary at or after the
-arrival, exactly where the reference would first see the new request (with async scheduling
-the request waits in the inbox one iteration more, and that iteration runs alone). With async
+arrival, exactly where the reference would first see the new request; with async scheduling
+the request waits in the inbox one iteration more, a pure decode like the stretch's others,
+so the cut falls one boundary later (a quarter fewer events on a default design). With async
 scheduling a decode iteration takes ``max(floor, a + b * S)`` (:meth:`PerfModel.decode_floor`):
 a stretch starting below the floor runs at the floor until the line would cross it, then
 another stretch follows the line. A replica that speculates (:mod:`..replica.speculation`)
@@ -159,7 +160,7 @@ class FastEngine(SchedulerBase):
             self.inbox.append((t, i))
             plan = self.plan
             if plan is not None and plan[0] == "stretch":
-                self.cut(t)
+                self.cut(t, seen_late=not self.sim.link)
             return
         self.enqueue(i, t)
 
@@ -619,9 +620,12 @@ class FastEngine(SchedulerBase):
             left -= need
         raise AssertionError("a period of B iterations needs n blocks")  # pragma: no cover
 
-    def cut(self, t: float, force: bool = False) -> None:
+    def cut(self, t: float, force: bool = False, seen_late: bool = False) -> None:
         """An arrival (or a link change, ``force``) at t inside a stretch: end it at the first
-        boundary at or after t."""
+        boundary at or after t. ``seen_late``: an arrival into the inbox of an async scheduler,
+        which first sees it at the start of the iteration after the one that began before it
+        (:meth:`take_inbox`): the stretch goes on through that one more iteration, a pure
+        decode like the others, rather than ending for a step that could change nothing."""
         plan = self.plan
         if plan is None or plan[0] != "stretch":
             return
@@ -631,6 +635,8 @@ class FastEngine(SchedulerBase):
         if not force and not self.priority and len(self.running) >= self.max_batch:
             return   # a full batch admits nobody until someone ends: the stretch stands
         kk = _first_boundary_at_or_after(t - t0, a, b, s0, n)
+        if seen_late and kk < k and t0 + _sum_s(kk - 1, a, b, s0, n) + TIE_S < t:
+            kk += 1  # not seen at boundary kk (its iteration began before t): at kk + 1
         if kk < k:
             plan[2] = kk
             self.version += 1
