@@ -148,15 +148,15 @@ class Launch:
         with _LIVE_LOCK:
             _LIVE.add(process)
             stopping = _STOPPING.is_set()
-        if self.bound is not None:
-            def kill() -> None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
 
-            self.bound.watch(process.pid, self.uid, kill)
-        if stopping:     # told to stop while this run was being set up: it ends at once
+        def kill() -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
+
+        if self.bound is not None:
+            self.bound.watch(process.pid, self.uid, kill)
+        if stopping:     # told to stop while this run was being set up: it ends at once
+            kill()
         return process
 
 
